@@ -1,0 +1,100 @@
+# mysteer top-level Makefile.
+#
+# Each module contributes its own fragment (module.mk) that appends to:
+#   BINS          programs under $(BUILD)/ built by `make`
+#   UNIT_TESTS    Check test programs, run by `make test` and `make asan`
+#   FUZZ_TARGETS  libFuzzer programs, run for FUZZ_RUNS iterations by `make test`
+#   INTEG_TESTS   integration test scripts (bash), run by `make test`
+#   BPF_OBJS      eBPF objects and their skeletons
+# so that parallel work on modules never touches this file.
+#
+# BUILD can be moved (make BUILD=build-foo) to keep separate trees; `make asan`
+# uses $(BUILD)/asan with AddressSanitizer and UBSan.
+
+BUILD      ?= build
+CC         ?= gcc
+CLANG      ?= clang
+BPFTOOL    ?= bpftool
+SAN_FLAGS  ?=
+OPT        ?= -O2
+FUZZ_RUNS  ?= 200000
+
+PKGS       := libbpf inih json-c libpcre2-8 libcrypto
+
+# On a fresh machine `make`, `make test` and `make run` install what is missing
+# first, before anything below asks pkg-config for flags.
+ifneq ($(MAKECMDGOALS),clean)
+ifeq ($(shell pkg-config --exists $(PKGS) check mariadb && command -v bpftool >/dev/null && command -v mariadbd >/dev/null && echo ok),)
+$(info mysteer: dependencies missing, running scripts/install-deps.sh)
+$(shell scripts/install-deps.sh >&2)
+endif
+endif
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(shell mysql_config --cflags 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) $(shell mysql_config --libs 2>/dev/null)
+CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
+
+CFLAGS     ?= $(OPT) -g
+override CFLAGS += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -pthread \
+		   -fno-strict-aliasing -Iuserspace -Ibpf -I$(BUILD)/gen $(PKG_CFLAGS) $(SAN_FLAGS) \
+		   -MMD -MP
+LDFLAGS    += -pthread $(SAN_FLAGS)
+LDLIBS     += $(PKG_LIBS) -lelf -lz -lm
+
+BINS         :=
+UNIT_TESTS   :=
+FUZZ_TARGETS :=
+INTEG_TESTS  :=
+BPF_OBJS     :=
+
+.PHONY: all test unit fuzz integration asan run bench clean deps format
+all:
+
+include $(sort $(wildcard bpf/module.mk userspace/*/module.mk tests/*/module.mk))
+
+# Link prerequisites that several fragments add to (DAEMON_OBJS: every part
+# linked into mysteerd) are attached here, after all fragments were read.
+DAEMON_OBJS ?=
+$(BUILD)/mysteerd: $(DAEMON_OBJS)
+
+all: $(BINS)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+deps:
+	@scripts/install-deps.sh
+
+# make test: unit tests, fuzz targets (fixed iterations), integration tests,
+# then the ASan/UBSan build of the unit tests. The runner prints one
+# "N passed, N failed" line and fails if anything failed.
+test: deps all $(UNIT_TESTS) $(FUZZ_TARGETS)
+	@tests/run.sh --unit "$(UNIT_TESTS)" --fuzz "$(FUZZ_TARGETS)" --fuzz-runs $(FUZZ_RUNS) \
+		--integ "$(INTEG_TESTS)" --asan
+
+unit: all $(UNIT_TESTS)
+	@tests/run.sh --unit "$(UNIT_TESTS)"
+
+fuzz: $(FUZZ_TARGETS)
+	@tests/run.sh --fuzz "$(FUZZ_TARGETS)" --fuzz-runs $(FUZZ_RUNS)
+
+integration: all
+	@tests/run.sh --integ "$(INTEG_TESTS)"
+
+asan:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan OPT=-O1 \
+		SAN_FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" unit
+
+run: deps all
+	@scripts/run.sh
+
+bench: deps all
+	@scripts/bench.sh
+
+format:
+	@clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

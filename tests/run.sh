@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Test runner behind `make test`: runs unit test programs, fuzz targets for a
+# fixed number of iterations, integration scripts and the ASan/UBSan unit build,
+# and ends with one "tests: N passed, N failed" line. Exit 1 if anything failed.
+set -u
+cd "$(dirname "$0")/.."
+
+unit="" fuzz="" integ="" asan=0 fuzz_runs=200000
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--unit) unit="$2"; shift 2 ;;
+	--fuzz) fuzz="$2"; shift 2 ;;
+	--fuzz-runs) fuzz_runs="$2"; shift 2 ;;
+	--integ) integ="$2"; shift 2 ;;
+	--asan) asan=1; shift ;;
+	*) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
+	esac
+done
+
+passed=0 failed=0 failures=()
+record() { # name rc
+	if [ "$2" -eq 0 ]; then passed=$((passed + 1)); echo "PASS $1"
+	else failed=$((failed + 1)); failures+=("$1"); echo "FAIL $1 (exit $2)"; fi
+}
+
+logdir=${TEST_LOG_DIR:-build/test-logs}
+mkdir -p "$logdir"
+
+for t in $unit; do
+	echo "== unit $t"
+	CK_FORK=yes "$t"; record "unit:$(basename "$t")" $?
+done
+
+for t in $fuzz; do
+	name=$(basename "$t")
+	echo "== fuzz $name ($fuzz_runs runs)"
+	corpus="tests/fuzz/seeds/${name#fuzz_}"
+	args=(-runs="$fuzz_runs" -max_len=4096 -rss_limit_mb=4096)
+	if [ -d "$corpus" ]; then args+=("$corpus"); fi
+	"$t" "${args[@]}" >"$logdir/$name.log" 2>&1; rc=$?
+	tail -n 3 "$logdir/$name.log"
+	record "fuzz:$name" $rc
+done
+
+for t in $integ; do
+	name=$(basename "$t" .sh)
+	echo "== integration $name (log: $logdir/$name.log)"
+	start=$(date +%s)
+	bash "$t" >"$logdir/$name.log" 2>&1; rc=$?
+	grep -E '^(ok|not ok|measured|#)' "$logdir/$name.log" | tail -n 60
+	[ $rc -ne 0 ] && tail -n 40 "$logdir/$name.log"
+	echo "   ($(($(date +%s) - start)) s)"
+	record "integration:$name" $rc
+done
+
+if [ $asan -eq 1 ]; then
+	echo "== asan: unit tests under AddressSanitizer/UBSan"
+	make --no-print-directory asan >"$logdir/asan.log" 2>&1; rc=$?
+	grep -E '^(PASS|FAIL|[0-9]+%)' "$logdir/asan.log" | tail -n 30
+	[ $rc -ne 0 ] && tail -n 40 "$logdir/asan.log"
+	record "asan" $rc
+fi
+
+[ $failed -gt 0 ] && printf 'failed: %s\n' "${failures[@]}"
+echo "tests: $passed passed, $failed failed"
+[ $failed -eq 0 ]

@@ -1,0 +1,32 @@
+/*
+ * log.h - one-line log messages, to stderr (foreground) or syslog (daemon).
+ *
+ * Every state or role change is one line; nothing secret is ever logged.
+ * Thread-safe: each message is formatted into one buffer and written with a
+ * single write(2).
+ */
+#ifndef MYSTEER_LOG_H
+#define MYSTEER_LOG_H
+
+#include <stdarg.h>
+
+enum log_level { LOG_LVL_ERROR = 0, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
+
+void log_set_level(enum log_level lvl);
+enum log_level log_get_level(void);
+/* to_syslog: 0 = stderr with a timestamp, 1 = syslog(3). */
+void log_set_syslog(int to_syslog);
+
+void log_msg(enum log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void log_vmsg(enum log_level lvl, const char *fmt, va_list ap);
+
+#define log_error(...) log_msg(LOG_LVL_ERROR, __VA_ARGS__)
+#define log_warn(...) log_msg(LOG_LVL_WARN, __VA_ARGS__)
+#define log_info(...) log_msg(LOG_LVL_INFO, __VA_ARGS__)
+#define log_debug(...)                                                                             \
+	do {                                                                                       \
+		if (log_get_level() >= LOG_LVL_DEBUG)                                              \
+			log_msg(LOG_LVL_DEBUG, __VA_ARGS__);                                       \
+	} while (0)
+
+#endif

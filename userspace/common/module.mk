@@ -1,0 +1,2 @@
+# common: logging, event loop, topology snapshots. Every program links these.
+COMMON_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard userspace/common/*.c))

@@ -1,0 +1,100 @@
+/*
+ * config.h - the mysteer INI configuration (DESIGN.md, "Config").
+ *
+ * Parsed with libinih and validated whole before anything starts: every
+ * problem is one line "FILE:LINE: what is wrong". The struct below holds every
+ * key of the contract; a key not listed there is an error.
+ */
+#ifndef MYSTEER_CONFIG_H
+#define MYSTEER_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "common/topology.h"
+
+#define CONFIG_MAX_VIPS 16
+
+enum log_level_cfg { CFG_LOG_ERROR = 0, CFG_LOG_WARN, CFG_LOG_INFO, CFG_LOG_DEBUG };
+enum writer_policy { WRITER_POLICY_READ_ONLY = 0, WRITER_POLICY_PRIORITY };
+enum reader_policy { READER_POLICY_RANDOM = 0, READER_POLICY_LEAST_CONN };
+enum ryw_mode { RYW_OFF = 0, RYW_WINDOW, RYW_GTID };
+
+struct config_backend {
+	char name[TOPO_NAME_MAX];
+	char host[TOPO_HOST_MAX];
+	uint16_t port;
+	int priority; /* default 100 */
+	int weight;   /* default 1 */
+	int line;     /* where it was defined, for messages */
+};
+
+struct config_route {
+	char name[TOPO_NAME_MAX];
+	uint16_t port;
+	enum route_role role;
+	int line;
+};
+
+struct config_user {
+	char name[TOPO_NAME_MAX];
+	char password[128];   /* "" when only the hash is given */
+	bool has_password;
+	uint8_t hash_stage2[20]; /* SHA1(SHA1(password)), from password or password_hash */
+	bool has_hash;
+};
+
+struct config {
+	char path[4096]; /* the file it came from */
+
+	/* [mysteerd] */
+	char admin_socket[108];
+	char admin_group[64];
+	char state_file[4096];
+	char bpffs_dir[4096];
+	enum log_level_cfg log_level;
+	bool keep_on_exit;
+
+	/* [probe] */
+	int interval_ms, timeout_ms, fall, rise;
+	char probe_user[128], probe_password[128];
+	int max_replication_lag_s;
+	enum writer_policy writer_policy;
+	bool trust_routine_characteristics;
+
+	/* [steer] */
+	struct sockaddr_storage vips[CONFIG_MAX_VIPS];
+	size_t nvips;
+	char cgroup[4096]; /* "auto", a path, or "" (off) */
+	bool lookup, local_handoff;
+	enum reader_policy reader_policy;
+	bool close_on_demote;
+	char relay_address[64];
+
+	/* [proxy] */
+	int workers; /* 0: one per core */
+	int max_client_connections, handshake_timeout_ms;
+	uint32_t max_packet_size;
+	enum ryw_mode read_your_writes;
+	int read_your_writes_ms, pool_max_per_backend, pool_min_idle, pool_idle_timeout_ms;
+
+	struct config_route *routes;
+	size_t nroutes;
+	struct config_backend *backends;
+	size_t nbackends;
+	struct config_user *users;
+	size_t nusers;
+};
+
+/* Loads and validates path into a freshly allocated config. On error returns
+ * NULL with one line "FILE:LINE: reason" in err. Warnings (two backends at one
+ * address, a password in a file others can read) go to the log. */
+struct config *config_load(const char *path, char *err, size_t errlen);
+void config_free(struct config *c);
+
+const struct config_backend *config_find_backend(const struct config *c, const char *name);
+const struct config_user *config_find_user(const struct config *c, const char *name);
+
+#endif

@@ -1,0 +1,48 @@
+/*
+ * service.h - how the parts of mysteerd that consume the topology plug into
+ * the controller: the eBPF steering (userspace/maps) and the proxies
+ * (userspace/proxy). main.c lists them in one table and calls them in order;
+ * adding a part means adding one entry there, nothing else.
+ */
+#ifndef MYSTEER_SERVICE_H
+#define MYSTEER_SERVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/topology.h"
+#include "config/config.h"
+
+struct evloop;
+struct json_object;
+
+struct daemon_ctx {
+	const struct config *cfg; /* current config; replaced on reload */
+	struct evloop *loop;      /* the controller thread's loop */
+	/* Thread-safe: probe this backend now instead of at the next interval
+	 * (connect-failure feedback). */
+	void (*request_probe)(struct daemon_ctx *d, uint32_t backend_id);
+	void *controller; /* owned by the controller */
+};
+
+struct backend_counters {
+	uint64_t active, steered, connect_failures;
+};
+
+struct service_ops {
+	const char *name;
+	/* After the config is loaded and before the first probe. Non-zero stops
+	 * the daemon with the message in err. */
+	int (*start)(struct daemon_ctx *d, char *err, size_t errlen);
+	/* A new config after `mysteerctl reload`. */
+	void (*reload)(struct daemon_ctx *d, const struct config *cfg);
+	/* keep: leave kernel state pinned (keep_on_exit, SIGKILL-like upgrade). */
+	void (*stop)(struct daemon_ctx *d, bool keep);
+	/* Adds this part's counters for one backend to c (may be NULL). */
+	void (*backend_counters)(uint32_t backend_id, struct backend_counters *c);
+	/* Adds keys of its own to the status object (may be NULL). */
+	void (*status_json)(struct json_object *root);
+};
+
+#endif
