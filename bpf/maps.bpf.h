@@ -1,0 +1,179 @@
+/*
+ * maps.bpf.h - the map definitions every mysteer eBPF program includes, and
+ * the small helpers they share (generation lookup, target choice, counters).
+ *
+ * Every map is pinned by name: each skeleton is opened with
+ * pin_root_path = bpffs_dir, so all programs share one set of maps and a
+ * restarted daemon adopts the maps (and so the state) of its predecessor.
+ */
+#ifndef MYSTEER_MAPS_BPF_H
+#define MYSTEER_MAPS_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "mysteer_abi.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MS_MAX_SERVICES);
+	__type(key, struct ms_service_key);
+	__type(value, struct ms_service);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} services SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MS_MAX_BACKENDS);
+	__type(key, __u32);
+	__type(value, struct ms_backend);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} backends SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MS_GENERATIONS *MS_MAX_ROUTES);
+	__type(key, __u32);
+	__type(value, struct ms_route);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} route_sel SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} active_gen SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MS_MAX_BACKENDS);
+	__type(key, __u32);
+	__type(value, struct ms_counters);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SOCKMAP);
+	__uint(max_entries, MS_SOCKMAP_SIZE);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} steer_sockmap SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, MS_RINGBUF_SIZE);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} steer_events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct ms_sk_mark);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sk_mark SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ms_cfg);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} steer_cfg SEC(".maps");
+
+static __always_inline struct ms_cfg *ms_cfg_get(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&steer_cfg, &zero);
+}
+
+/* The route of the active generation, or NULL. */
+static __always_inline struct ms_route *ms_route_get(__u32 route_id)
+{
+	__u32 zero = 0, idx;
+	__u32 *gen;
+
+	if (route_id >= MS_MAX_ROUTES)
+		return NULL;
+	gen = bpf_map_lookup_elem(&active_gen, &zero);
+	if (!gen)
+		return NULL;
+	idx = (*gen & 1) * MS_MAX_ROUTES + route_id;
+	return bpf_map_lookup_elem(&route_sel, &idx);
+}
+
+static __always_inline struct ms_counters *ms_counters_get(__u32 backend_id)
+{
+	if (backend_id >= MS_MAX_BACKENDS)
+		return NULL;
+	return bpf_map_lookup_elem(&counters, &backend_id);
+}
+
+/* Weighted random over cum_weight[]. */
+static __always_inline __u32 ms_pick_random(const struct ms_route *rt, __u32 n)
+{
+	__u32 r, i;
+
+	if (!rt->total_weight)
+		return rt->target[0];
+	r = bpf_get_prandom_u32() % rt->total_weight;
+	for (i = 0; i < MS_MAX_TARGETS; i++) {
+		if (i >= n)
+			break;
+		if (r < rt->cum_weight[i])
+			return rt->target[i];
+	}
+	return rt->target[0];
+}
+
+/* Fewest active connections; ties go to a random one of the tied targets, so
+ * a burst of connects before sockops counts them does not pile on one. */
+static __always_inline __u32 ms_pick_least_conn(const struct ms_route *rt, __u32 n)
+{
+	__u64 best = ~0ULL;
+	__u32 chosen = rt->target[0], ties = 0, i;
+
+	for (i = 0; i < MS_MAX_TARGETS; i++) {
+		struct ms_counters *c;
+		__u64 a;
+
+		if (i >= n)
+			break;
+		c = ms_counters_get(rt->target[i]);
+		a = c ? c->active : 0;
+		if (a < best) {
+			best = a;
+			chosen = rt->target[i];
+			ties = 1;
+		} else if (a == best) {
+			ties++;
+			if (bpf_get_prandom_u32() % ties == 0)
+				chosen = rt->target[i];
+		}
+	}
+	return chosen;
+}
+
+/* The backend a new connection of this route goes to, or MS_NO_BACKEND when
+ * the route has no target (the caller steers to the error listener). */
+static __always_inline __u32 ms_pick_backend(const struct ms_route *rt, const struct ms_cfg *cfg)
+{
+	__u32 n = rt->ntargets;
+
+	if (!(rt->flags & MS_RT_PRESENT) || n == 0)
+		return MS_NO_BACKEND;
+	if (n > MS_MAX_TARGETS)
+		n = MS_MAX_TARGETS;
+	if (n == 1)
+		return rt->target[0];
+	if ((cfg->flags & MS_CFG_LEAST_CONN) && (rt->flags & MS_RT_READER))
+		return ms_pick_least_conn(rt, n);
+	return ms_pick_random(rt, n);
+}
+
+#endif

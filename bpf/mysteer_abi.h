@@ -1,0 +1,171 @@
+/*
+ * mysteer_abi.h - the eBPF map ABI, shared by every program under bpf/ and by
+ * userspace (userspace/maps, the sk_lookup service, mysteerctl maps).
+ *
+ * Plain structs of fixed-size types only, so that the layout is the same for
+ * clang -target bpf and for gcc, and so that a restarted daemon can adopt the
+ * maps pinned by its predecessor. Changing a struct here changes the pinned
+ * ABI: bump MS_ABI_VERSION so a new daemon refuses (and replaces) stale pins
+ * instead of misreading them.
+ *
+ * Byte order: addresses and ports in the maps are in network order, as in
+ * struct bpf_sock_addr and struct bpf_sk_lookup, so programs compare them
+ * without conversion. Map keys that userspace builds (ms_service_key) use the
+ * same order.
+ */
+#ifndef MYSTEER_ABI_H
+#define MYSTEER_ABI_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define MS_ABI_VERSION 1
+
+#define MS_MAX_BACKENDS 256
+#define MS_MAX_ROUTES   8
+#define MS_MAX_TARGETS  16
+#define MS_MAX_SERVICES 256 /* (vip + port-only) x route entries */
+#define MS_GENERATIONS  2
+#define MS_RINGBUF_SIZE (64 * 1024)
+
+/* SOCKMAP slots: one per backend (its local or relay listener), then one per
+ * route for the "no target" error listener. */
+#define MS_SOCKMAP_SIZE       (MS_MAX_BACKENDS + MS_MAX_ROUTES)
+#define MS_SOCKMAP_ERR(route) (MS_MAX_BACKENDS + (route))
+
+#define MS_NO_BACKEND 0xffffffffu
+
+/* Pinned map names (the file names under bpffs_dir). */
+#define MS_MAP_SERVICES   "services"
+#define MS_MAP_BACKENDS   "backends"
+#define MS_MAP_ROUTE_SEL  "route_sel"
+#define MS_MAP_ACTIVE_GEN "active_gen"
+#define MS_MAP_COUNTERS   "counters"
+#define MS_MAP_SOCKMAP    "steer_sockmap"
+#define MS_MAP_EVENTS     "steer_events"
+#define MS_MAP_SK_MARK    "sk_mark"
+#define MS_MAP_CFG        "steer_cfg"
+
+/* Families as in the kernel (AF_INET 2, AF_INET6 10); 0 in a service key
+ * means "any local address" (port-only entries used by sk_lookup). */
+#define MS_AF_ANY   0
+#define MS_AF_INET  2
+#define MS_AF_INET6 10
+
+/* An address+port. addr holds 4 bytes (IPv4) or 16 (IPv6), network order. */
+struct ms_endpoint {
+	__u16 family;
+	__u16 port; /* network order */
+	__u8 addr[16];
+};
+
+/* services: which route a destination belongs to. family MS_AF_ANY with a zero
+ * addr is the port-only entry (sk_lookup: any local address). */
+struct ms_service_key {
+	__u16 family;
+	__u16 port; /* network order */
+	__u8 addr[16];
+};
+
+struct ms_service {
+	__u32 route_id; /* index into a generation of route_sel */
+	__u32 flags;    /* reserved, 0 */
+};
+
+/* backends flags */
+#define MS_BE_PRESENT  (1u << 0) /* slot in use */
+#define MS_BE_USABLE   (1u << 1) /* up and enabled (informative; routes decide) */
+#define MS_BE_LOCAL    (1u << 2) /* listens on this host (local handoff possible) */
+#define MS_BE_DOWN     (1u << 3)
+#define MS_BE_DRAINED  (1u << 4)
+#define MS_BE_DISABLED (1u << 5)
+
+/* backends: array indexed by backend id (topo_backend.id). */
+struct ms_backend {
+	struct ms_endpoint ep;
+	__u32 flags;
+	__u32 weight;
+};
+
+/* route_sel flags */
+#define MS_RT_PRESENT  (1u << 0)
+#define MS_RT_READER   (1u << 1) /* role reader (else writer) */
+#define MS_RT_FALLBACK (1u << 2) /* the writer stands in for missing readers */
+#define MS_RT_SPLIT    (1u << 3) /* the 6450 proxy route: never steered in BPF */
+
+/* route_sel reason codes (why ntargets is 0), for the error listener and dump */
+#define MS_REASON_NONE      0
+#define MS_REASON_NO_WRITER 1
+#define MS_REASON_NO_READER 2
+
+/*
+ * route_sel: array of MS_GENERATIONS * MS_MAX_ROUTES, index
+ * gen * MS_MAX_ROUTES + route_id. Targets are backend ids; cum_weight[i] is
+ * the sum of weights of targets 0..i, so a weighted random pick is the first i
+ * with r < cum_weight[i] for r uniform in [0, total_weight).
+ */
+struct ms_route {
+	__u32 flags;
+	__u32 ntargets; /* 0: no target, steer to the route's error listener */
+	__u32 total_weight;
+	__u32 reason; /* MS_REASON_* when ntargets == 0 */
+	__u16 port;   /* service port, host order (informative) */
+	__u16 pad;
+	__u32 pad2;
+	__u32 target[MS_MAX_TARGETS];
+	__u32 cum_weight[MS_MAX_TARGETS];
+};
+
+/* active_gen: array[1] of __u32, the generation (0 or 1) programs read. The
+ * publisher fills the other one, then flips this. */
+
+/* counters: array indexed by backend id; programs add with
+ * __sync_fetch_and_add, userspace reads them. Not reset on republish. */
+struct ms_counters {
+	__u64 steered;
+	__u64 active;
+	__u64 connect_failures;
+	__u64 closed_on_demote;
+};
+
+/* steer_events: ring buffer of these. */
+#define MS_EV_CONNECT_FAIL 1
+struct ms_event {
+	__u32 type;
+	__u32 backend_id;
+	__u32 route_id;
+	__s32 err; /* sockops state/err hint: the TCP state the socket left */
+	__u64 ts_ns;
+};
+
+/* sk_mark flags */
+#define MS_SK_STEERED     (1u << 0) /* chosen by connect4/6 or sk_lookup */
+#define MS_SK_ESTABLISHED (1u << 1) /* counted in active */
+#define MS_SK_ERRLISTEN   (1u << 2) /* sent to an error listener: not counted */
+#define MS_SK_FAILED      (1u << 3) /* connect failure already reported */
+
+/* sk_mark: sk_storage of a steered client socket. */
+struct ms_sk_mark {
+	__u32 backend_id;
+	__u32 route_id;
+	__u32 flags;
+	__u32 pad;
+	struct ms_endpoint vip; /* what the application connected to */
+};
+
+/* steer_cfg flags */
+#define MS_CFG_ENABLED    (1u << 0) /* a topology was published */
+#define MS_CFG_LEAST_CONN (1u << 1) /* reader_policy = least_conn */
+
+/* steer_cfg: array[1]. */
+struct ms_cfg {
+	__u64 netns_cookie; /* programs act only on sockets of this netns */
+	__u32 flags;
+	__u32 abi_version;
+	/* "no target" listeners of each route (mysteerd, relay_address). */
+	struct ms_endpoint errl[MS_MAX_ROUTES];
+	struct ms_endpoint errl6[MS_MAX_ROUTES]; /* IPv6 ones (family 0: use v4-mapped errl) */
+};
+
+#endif
