@@ -1,0 +1,376 @@
+/*
+ * test_proto.c - unit tests of the 6450 proxy's protocol codec: framing of
+ * split packets, the handshake both ways, native password (including the
+ * recovery of SHA1(password) for hash-only users), OK/ERR/EOF and the
+ * tracking of response ends that streaming relies on.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxy/proto.h"
+
+static void hex(const uint8_t *b, size_t n, char *out)
+{
+	for (size_t i = 0; i < n; i++)
+		sprintf(out + 2 * i, "%02X", b[i]);
+}
+
+START_TEST(lenenc_roundtrip)
+{
+	static const uint64_t vals[] = {
+	    0, 1, 250, 251, 65535, 65536, 16777215, 16777216, 0xffffffffffffull};
+	uint8_t buf[16];
+
+	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+		struct wr w;
+		struct rd r;
+		bool is_null;
+
+		wr_init(&w, buf, sizeof(buf));
+		wr_lenenc(&w, vals[i]);
+		ck_assert(!w.err);
+		ck_assert_uint_eq(wr_len(&w), lenenc_size(vals[i]));
+		rd_init(&r, buf, wr_len(&w));
+		ck_assert_uint_eq(rd_lenenc(&r, &is_null), vals[i]);
+		ck_assert(!r.err && !is_null && rd_left(&r) == 0);
+	}
+	/* truncated 8-byte length */
+	struct rd r;
+	uint8_t t[] = {0xfe, 1, 2};
+	rd_init(&r, t, sizeof(t));
+	rd_lenenc(&r, NULL);
+	ck_assert(r.err);
+}
+END_TEST
+
+START_TEST(split_packets)
+{
+	size_t payload = 2 * PKT_MAX_FRAG + 10, total, pl;
+	size_t wire = payload + 3 * PKT_HDR;
+	uint8_t *buf = malloc(wire), *out, seq;
+	size_t off = 0, left = payload;
+	uint8_t s = 5;
+
+	ck_assert_ptr_nonnull(buf);
+	for (int i = 0; i < 3; i++) {
+		uint32_t n = left >= PKT_MAX_FRAG ? PKT_MAX_FRAG : (uint32_t)left;
+		pkt_put_hdr(buf + off, n, s++);
+		for (uint32_t k = 0; k < n; k++)
+			buf[off + PKT_HDR + k] = (uint8_t)((payload - left + k) * 7);
+		off += PKT_HDR + n;
+		left -= n;
+	}
+	ck_assert_int_eq(pkt_whole(buf, wire - 1, SIZE_MAX, &total, &pl, &seq), 0);
+	ck_assert_int_eq(pkt_whole(buf, wire, SIZE_MAX, &total, &pl, &seq), 1);
+	ck_assert_uint_eq(total, wire);
+	ck_assert_uint_eq(pl, payload);
+	ck_assert_uint_eq(seq, 7);
+	ck_assert_int_eq(pkt_whole(buf, wire, payload - 1, &total, &pl, &seq), -1);
+	out = buf;
+	pkt_join(out, buf, payload);
+	for (size_t k = 0; k < payload; k += 4099)
+		ck_assert_uint_eq(out[k], (uint8_t)(k * 7));
+	/* a gap in the sequence ids is refused */
+	pkt_put_hdr(buf, PKT_MAX_FRAG, 1);
+	pkt_put_hdr(buf + PKT_HDR + PKT_MAX_FRAG, 3, 3);
+	ck_assert_int_eq(pkt_whole(buf, wire, SIZE_MAX, &total, &pl, &seq), -1);
+	free(buf);
+}
+END_TEST
+
+START_TEST(handshake_roundtrip)
+{
+	struct handshake h = {.conn_id = 42, .caps = PROXY_CAPS, .charset = 45, .status = 2};
+	struct handshake p;
+	uint8_t buf[256];
+	int n;
+
+	strcpy(h.server_version, "5.5.5-10.11.6-MariaDB-mysteer");
+	strcpy(h.plugin, NATIVE_PLUGIN);
+	ck_assert_int_eq(scramble_fill(h.scramble), 0);
+	for (int i = 0; i < SCRAMBLE_LEN; i++)
+		ck_assert(h.scramble[i] != 0);
+	n = hs_build(buf, sizeof(buf), &h);
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(hs_parse(buf, (size_t)n, &p), 0);
+	ck_assert_str_eq(p.server_version, h.server_version);
+	ck_assert_uint_eq(p.conn_id, 42);
+	ck_assert_uint_eq(p.caps, PROXY_CAPS);
+	ck_assert_uint_eq(p.scramble_len, SCRAMBLE_LEN);
+	ck_assert_mem_eq(p.scramble, h.scramble, SCRAMBLE_LEN);
+	ck_assert_str_eq(p.plugin, NATIVE_PLUGIN);
+	ck_assert_int_eq(hs_parse(buf, 20, &p), -1);
+	ck_assert_int_eq(hs_build(buf, 10, &h), -1);
+}
+END_TEST
+
+START_TEST(response_roundtrip)
+{
+	struct hs_response r = {.caps = PROXY_CAPS, .max_packet = 1 << 24, .charset = 33};
+	struct hs_response p;
+	uint8_t buf[512], attrs[] = {3, 'a', 'b', 'c', 1, 'x'};
+	int n;
+
+	strcpy(r.user, "app");
+	memset(r.auth, 0xab, SHA1_LEN);
+	r.auth_len = SHA1_LEN;
+	strcpy(r.db, "sbtest");
+	strcpy(r.plugin, NATIVE_PLUGIN);
+	r.attrs = attrs;
+	r.attrs_len = sizeof(attrs);
+	n = hsr_build(buf, sizeof(buf), &r);
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(hsr_parse(buf, (size_t)n, &p), 0);
+	ck_assert_str_eq(p.user, "app");
+	ck_assert_uint_eq(p.auth_len, SHA1_LEN);
+	ck_assert_mem_eq(p.auth, r.auth, SHA1_LEN);
+	ck_assert(p.has_db);
+	ck_assert_str_eq(p.db, "sbtest");
+	ck_assert_str_eq(p.plugin, NATIVE_PLUGIN);
+	ck_assert_uint_eq(p.attrs_len, sizeof(attrs));
+	/* without LENENC auth data: one length byte */
+	r.caps &= ~CAP_PLUGIN_AUTH_LENENC;
+	n = hsr_build(buf, sizeof(buf), &r);
+	ck_assert_int_eq(hsr_parse(buf, (size_t)n, &p), 0);
+	ck_assert_mem_eq(p.auth, r.auth, SHA1_LEN);
+	/* truncated in the middle of the user name */
+	ck_assert_int_eq(hsr_parse(buf, 34, &p), -1);
+	/* an SSL request is recognised (the proxy refuses it: no TLS yet) */
+	ck_assert_int_eq(hsr_parse(buf, 32, &p), -1);
+	buf[1] |= CAP_SSL >> 8;
+	ck_assert_int_eq(hsr_parse(buf, 32, &p), 0);
+	ck_assert(p.ssl_request);
+}
+END_TEST
+
+START_TEST(native_password)
+{
+	uint8_t stage2[SHA1_LEN], stage1[SHA1_LEN], s1[SHA1_LEN], scr[SCRAMBLE_LEN],
+	    reply[SHA1_LEN], h[SHA1_LEN], bscr[SCRAMBLE_LEN], breply[SHA1_LEN];
+	char hx[2 * SHA1_LEN + 1];
+
+	/* mysql.user's form of PASSWORD('password') */
+	native_stage2("password", 8, stage2);
+	hex(stage2, SHA1_LEN, hx);
+	ck_assert_str_eq(hx, "2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19");
+
+	/* a client's reply, computed as a client does */
+	sha1("password", 8, NULL, 0, stage1);
+	ck_assert_int_eq(scramble_fill(scr), 0);
+	sha1(scr, SCRAMBLE_LEN, stage2, SHA1_LEN, h);
+	for (int i = 0; i < SHA1_LEN; i++)
+		reply[i] = stage1[i] ^ h[i];
+	ck_assert_int_eq(native_verify(scr, reply, SHA1_LEN, stage2, s1), 0);
+	ck_assert_mem_eq(s1, stage1, SHA1_LEN); /* SHA1(password) recovered */
+	/* the backend login with it is what the client would have sent */
+	ck_assert_int_eq(scramble_fill(bscr), 0);
+	native_reply(bscr, s1, breply);
+	sha1(bscr, SCRAMBLE_LEN, stage2, SHA1_LEN, h);
+	for (int i = 0; i < SHA1_LEN; i++)
+		ck_assert_uint_eq(breply[i], stage1[i] ^ h[i]);
+	/* wrong password, wrong length */
+	reply[3] ^= 1;
+	ck_assert_int_eq(native_verify(scr, reply, SHA1_LEN, stage2, s1), -1);
+	ck_assert_int_eq(native_verify(scr, reply, 0, stage2, s1), -1);
+}
+END_TEST
+
+START_TEST(ok_err_eof)
+{
+	uint8_t buf[128];
+	struct ok_pkt ok;
+	struct err_pkt e;
+	int n;
+
+	n = ok_build(buf, sizeof(buf), 0, 3, 70000, SST_AUTOCOMMIT | SST_IN_TRANS, 1);
+	ck_assert_int_eq(ok_parse(buf, (size_t)n, CAP_PROTOCOL_41, &ok), 0);
+	ck_assert_uint_eq(ok.affected, 3);
+	ck_assert_uint_eq(ok.insert_id, 70000);
+	ck_assert_uint_eq(ok.status, SST_AUTOCOMMIT | SST_IN_TRANS);
+	ck_assert_uint_eq(ok.warnings, 1);
+	n = err_build(buf, sizeof(buf), 1045, "28000", "Access denied");
+	ck_assert_int_eq(err_parse(buf, (size_t)n, &e), 0);
+	ck_assert_uint_eq(e.code, 1045);
+	ck_assert_str_eq(e.sqlstate, "28000");
+	ck_assert_str_eq(e.msg, "Access denied");
+	ck_assert_int_eq(eof_build(buf, sizeof(buf), 0, 2), 5);
+	ck_assert_int_eq(ok_parse(buf, 2, CAP_PROTOCOL_41, &ok), -1);
+}
+END_TEST
+
+START_TEST(session_track_gtid)
+{
+	/* OK with SESSION_STATE_CHANGED: info "", state: sysvar last_gtid=0-1-42 */
+	uint8_t buf[128], var[64], ent[80];
+	struct wr w;
+	struct ok_pkt ok;
+	char gtid[64];
+	size_t vl, el;
+
+	wr_init(&w, var, sizeof(var));
+	wr_lenenc_str(&w, "last_gtid", 9);
+	wr_lenenc_str(&w, "0-1-42", 6);
+	vl = wr_len(&w);
+	wr_init(&w, ent, sizeof(ent));
+	wr_int(&w, 0, 1);
+	wr_lenenc_str(&w, var, vl);
+	el = wr_len(&w);
+	wr_init(&w, buf, sizeof(buf));
+	wr_int(&w, 0, 1);
+	wr_lenenc(&w, 1);
+	wr_lenenc(&w, 0);
+	wr_int(&w, SST_AUTOCOMMIT | SST_SESSION_STATE_CHANGED, 2);
+	wr_int(&w, 0, 2);
+	wr_lenenc_str(&w, "", 0);
+	wr_lenenc_str(&w, ent, el);
+	ck_assert(!w.err);
+	ck_assert_int_eq(ok_parse(buf, wr_len(&w), PROXY_CAPS, &ok), 0);
+	ck_assert_int_eq(ok_find_last_gtid(&ok, gtid, sizeof(gtid)), 1);
+	ck_assert_str_eq(gtid, "0-1-42");
+	ck_assert_int_eq(ok_find_last_gtid(&ok, gtid, 3), -1);
+}
+END_TEST
+
+/* Feeds a whole small packet (one fragment). */
+static enum resp_state feed(struct resp_tracker *t, const void *p, size_t n)
+{
+	ck_assert(!resp_needs_whole(t, p, n, (uint32_t)n) || true);
+	return resp_feed(t, p, n, (uint32_t)n);
+}
+
+START_TEST(resp_text_resultset)
+{
+	struct resp_tracker t;
+	uint8_t cnt[] = {2}, col[] = {3, 'd', 'e', 'f', 0}, row[] = {1, '1', 0xfb};
+	uint8_t eof[5], okfe[16], ok[16];
+	int n;
+
+	/* classic EOFs */
+	resp_init(&t, RESP_GENERIC, CAP_PROTOCOL_41);
+	eof_build(eof, sizeof(eof), 0, SST_AUTOCOMMIT);
+	ck_assert_int_eq(feed(&t, cnt, 1), RS_COLS);
+	ck_assert_int_eq(feed(&t, col, sizeof(col)), RS_COLS);
+	ck_assert_int_eq(feed(&t, col, sizeof(col)), RS_COLS_EOF);
+	ck_assert_int_eq(feed(&t, eof, 5), RS_ROWS);
+	ck_assert_int_eq(feed(&t, row, sizeof(row)), RS_ROWS);
+	ck_assert_int_eq(feed(&t, eof, 5), RS_DONE);
+	ck_assert_int_eq(feed(&t, eof, 5), RS_ERROR);
+
+	/* DEPRECATE_EOF, two result sets, then an OK */
+	resp_init(&t, RESP_GENERIC, PROXY_CAPS);
+	n = ok_build(okfe, sizeof(okfe), 0xfe, 0, 0, SST_AUTOCOMMIT | SST_MORE_RESULTS, 0);
+	ck_assert_int_eq(feed(&t, cnt, 1), RS_COLS);
+	feed(&t, col, sizeof(col));
+	ck_assert_int_eq(feed(&t, col, sizeof(col)), RS_ROWS);
+	ck_assert_int_eq(feed(&t, okfe, (size_t)n), RS_FIRST);
+	n = ok_build(ok, sizeof(ok), 0, 1, 0, SST_AUTOCOMMIT, 0);
+	ck_assert_int_eq(feed(&t, ok, (size_t)n), RS_DONE);
+	ck_assert_uint_eq(t.last_ok.affected, 1);
+
+	/* a row of more than 16 MB: its 0xfe-led first fragment is not an EOF */
+	resp_init(&t, RESP_GENERIC, PROXY_CAPS);
+	feed(&t, cnt, 1);
+	feed(&t, col, sizeof(col));
+	feed(&t, col, sizeof(col));
+	uint8_t big[] = {0xfe, 0, 0, 0, 1, 0, 0, 0, 0};
+	ck_assert(!resp_needs_whole(&t, big, sizeof(big), PKT_MAX_FRAG));
+	ck_assert_int_eq(resp_feed(&t, big, sizeof(big), PKT_MAX_FRAG), RS_ROWS);
+	ck_assert(t.in_frag);
+	/* the continuation starts with 0xff: still part of the row */
+	uint8_t cont[] = {0xff, 0xff};
+	ck_assert_int_eq(resp_feed(&t, cont, 2, 100), RS_ROWS);
+	ck_assert(!t.in_frag);
+	n = ok_build(okfe, sizeof(okfe), 0xfe, 0, 0, SST_AUTOCOMMIT, 0);
+	ck_assert(resp_needs_whole(&t, okfe, 1, (uint32_t)n));
+	ck_assert_int_eq(feed(&t, okfe, (size_t)n), RS_DONE);
+}
+END_TEST
+
+START_TEST(resp_err_and_prepare)
+{
+	struct resp_tracker t;
+	uint8_t err[64], prep[12] = {0, 7, 0, 0, 0, 1, 0, 2, 0, 0, 0, 0};
+	uint8_t col[] = {3, 'd', 'e', 'f'}, eof[5];
+	int n = err_build(err, sizeof(err), 1064, "42000", "syntax");
+
+	resp_init(&t, RESP_GENERIC, PROXY_CAPS);
+	ck_assert_int_eq(feed(&t, err, (size_t)n), RS_DONE);
+	ck_assert(t.saw_err);
+
+	/* prepare: 2 params, 1 column, classic EOFs */
+	resp_init(&t, RESP_PREPARE, CAP_PROTOCOL_41);
+	eof_build(eof, sizeof(eof), 0, 2);
+	ck_assert_int_eq(feed(&t, prep, sizeof(prep)), RS_PREP_PARAMS);
+	ck_assert_uint_eq(t.stmt_id, 7);
+	ck_assert_uint_eq(t.prep_params, 2);
+	ck_assert_uint_eq(t.prep_ncols, 1);
+	feed(&t, col, sizeof(col));
+	ck_assert_int_eq(feed(&t, col, sizeof(col)), RS_PREP_PARAMS_EOF);
+	ck_assert_int_eq(feed(&t, eof, 5), RS_PREP_COLS);
+	ck_assert_int_eq(feed(&t, col, sizeof(col)), RS_PREP_COLS_EOF);
+	ck_assert_int_eq(feed(&t, eof, 5), RS_DONE);
+
+	/* same under DEPRECATE_EOF */
+	resp_init(&t, RESP_PREPARE, PROXY_CAPS);
+	feed(&t, prep, sizeof(prep));
+	feed(&t, col, sizeof(col));
+	ck_assert_int_eq(feed(&t, col, sizeof(col)), RS_PREP_COLS);
+	ck_assert_int_eq(feed(&t, col, sizeof(col)), RS_DONE);
+
+	/* an empty first packet is malformed */
+	resp_init(&t, RESP_GENERIC, PROXY_CAPS);
+	ck_assert_int_eq(resp_feed(&t, err, 0, 0), RS_ERROR);
+	/* field list ends at EOF; statistics is one packet */
+	resp_init(&t, RESP_FIELD_LIST, CAP_PROTOCOL_41);
+	ck_assert_int_eq(feed(&t, col, sizeof(col)), RS_FIELDS);
+	ck_assert_int_eq(feed(&t, eof, 5), RS_DONE);
+	resp_init(&t, RESP_ONE_PACKET, CAP_PROTOCOL_41);
+	ck_assert_int_eq(feed(&t, "Uptime: 5", 9), RS_DONE);
+}
+END_TEST
+
+START_TEST(auth_switch)
+{
+	uint8_t buf[64], scr[SCRAMBLE_LEN], got[SCRAMBLE_LEN];
+	char plugin[32];
+	size_t n;
+	int len;
+
+	scramble_fill(scr);
+	len = auth_switch_build(buf, sizeof(buf), NATIVE_PLUGIN, scr, SCRAMBLE_LEN);
+	ck_assert_int_gt(len, 0);
+	ck_assert_int_eq(auth_switch_parse(buf, (size_t)len, plugin, sizeof(plugin), got, &n), 0);
+	ck_assert_str_eq(plugin, NATIVE_PLUGIN);
+	ck_assert_uint_eq(n, SCRAMBLE_LEN);
+	ck_assert_mem_eq(got, scr, SCRAMBLE_LEN);
+	ck_assert_int_eq(auth_switch_parse(buf, 3, plugin, sizeof(plugin), got, &n), -1);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("proto");
+	TCase *tc = tcase_create("codec");
+	SRunner *sr;
+	int failed;
+
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, lenenc_roundtrip);
+	tcase_add_test(tc, split_packets);
+	tcase_add_test(tc, handshake_roundtrip);
+	tcase_add_test(tc, response_roundtrip);
+	tcase_add_test(tc, native_password);
+	tcase_add_test(tc, ok_err_eof);
+	tcase_add_test(tc, session_track_gtid);
+	tcase_add_test(tc, resp_text_resultset);
+	tcase_add_test(tc, resp_err_and_prepare);
+	tcase_add_test(tc, auth_switch);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,16 @@
+# proxy: the 6450 MySQL protocol proxy. PROTO_OBJS is the pure codec (unit
+# tests and the fuzzer link it alone).
+PROTO_OBJS := $(BUILD)/obj/userspace/proxy/proto.o
+
+UNIT_TESTS += $(BUILD)/tests/test_proto
+$(BUILD)/tests/test_proto: $(BUILD)/obj/tests/unit/test_proto.o $(PROTO_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) $(CHECK_LIBS)
+
+# libFuzzer needs clang; built apart from the generic rule with its own flags.
+FUZZ_TARGETS += $(BUILD)/fuzz/fuzz_proto
+$(BUILD)/fuzz/fuzz_proto: tests/fuzz/fuzz_proto.c userspace/proxy/proto.c userspace/proxy/proto.h
+	@mkdir -p $(dir $@)
+	$(CLANG) -g -O1 -std=gnu11 -Iuserspace -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=undefined tests/fuzz/fuzz_proto.c userspace/proxy/proto.c \
+		-o $@ -lcrypto
