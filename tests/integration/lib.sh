@@ -1,0 +1,249 @@
+# lib.sh - shared setup for integration tests. Source it first thing:
+#
+#   . "$(dirname "$0")/lib.sh"
+#   itest_init controller          # re-execs the script in its own namespaces
+#   itest_sandbox_up               # three MariaDB servers inside
+#   itest_write_config "$T/mysteer.conf" - <<EOF ... EOF   (sections to append)
+#   itest_daemon_start "$T/mysteer.conf"
+#   check "3306 is the writer" [ "$(ctl_writer_port)" = 3306 ]
+#   itest_done                     # prints the summary, exits 1 on failures
+#
+# Isolation (DESIGN.md, "Rules that keep machines safe"): the script re-runs
+# itself under `unshare --net --mount`, so servers, daemon, sk_lookup and test
+# traffic live in a network namespace made for this test, and a private bpffs
+# is mounted at /sys/fs/bpf in a private mount namespace. A child cgroup is
+# made for the test ($ITEST_CGROUP) and removed at exit. Every process
+# started through these helpers is stopped by PID at exit, whatever happens.
+
+ITEST_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+ITEST_BUILD=${BUILD:-$ITEST_ROOT/build}
+case "$ITEST_BUILD" in /*) ;; *) ITEST_BUILD=$ITEST_ROOT/$ITEST_BUILD ;; esac
+MYSTEERD=$ITEST_BUILD/mysteerd
+MYSTEERCTL=$ITEST_BUILD/mysteerctl
+SANDBOX=$ITEST_ROOT/scripts/sandbox.sh
+
+ITEST_PASSED=0
+ITEST_FAILED=0
+ITEST_PIDS=()
+ITEST_DAEMON_PID=
+
+itest_init() { # name
+	ITEST_NAME=$1
+	if [ "${ITEST_IN_NS:-}" != "$ITEST_NAME" ]; then
+		[ "$(id -u)" -eq 0 ] || { echo "not ok - $ITEST_NAME needs root"; exit 1; }
+		export ITEST_IN_NS=$ITEST_NAME
+		exec unshare --net --mount --propagation private -- bash "$0"
+	fi
+	set -u
+	ip link set lo up
+	# A private bpffs: pins made by this test vanish with its mount namespace.
+	mount -t bpf bpf /sys/fs/bpf || { echo "not ok - mount bpffs"; exit 1; }
+	T=$(mktemp -d "/tmp/mysteer-itest-$ITEST_NAME.XXXXXX")
+	export T
+	export SANDBOX_DIR=$T/sandbox
+	export SANDBOX_BASE_PORT=${SANDBOX_BASE_PORT:-3306}
+	P1=$SANDBOX_BASE_PORT P2=$((SANDBOX_BASE_PORT + 1)) P3=$((SANDBOX_BASE_PORT + 2))
+	ITEST_CGROUP=
+	local cg2
+	cg2=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
+	if [ -n "$cg2" ]; then
+		ITEST_CGROUP=$cg2/mysteer-itest-$ITEST_NAME-$$
+		mkdir -p "$ITEST_CGROUP"
+	fi
+	export ITEST_CGROUP
+	trap itest_cleanup EXIT
+	trap 'exit 130' INT TERM
+	echo "# $ITEST_NAME: scratch $T, netns $(readlink /proc/self/ns/net), cgroup ${ITEST_CGROUP:-none}"
+}
+
+itest_cleanup() {
+	local rc=$? pid
+	set +e
+	[ -n "$ITEST_DAEMON_PID" ] && itest_daemon_stop TERM >/dev/null 2>&1
+	for pid in "${ITEST_PIDS[@]}"; do
+		kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	done
+	"$SANDBOX" down >/dev/null 2>&1
+	if [ -n "${ITEST_CGROUP:-}" ] && [ -d "$ITEST_CGROUP" ]; then
+		# Anything still inside goes back to the parent before rmdir.
+		local parent
+		parent=$(dirname "$ITEST_CGROUP")
+		for pid in $(cat "$ITEST_CGROUP/cgroup.procs" 2>/dev/null); do
+			echo "$pid" >"$parent/cgroup.procs" 2>/dev/null
+		done
+		rmdir "$ITEST_CGROUP" 2>/dev/null
+	fi
+	if [ "${ITEST_KEEP:-0}" = 1 ]; then echo "# kept $T"; else rm -rf "$T"; fi
+	exit $rc
+}
+
+# --- TAP-ish reporting -------------------------------------------------------
+
+check() { # description command...
+	local desc=$1
+	shift
+	if "$@"; then
+		ITEST_PASSED=$((ITEST_PASSED + 1)); echo "ok - $desc"
+	else
+		ITEST_FAILED=$((ITEST_FAILED + 1)); echo "not ok - $desc"
+	fi
+}
+
+check_eq() { # description expected actual
+	if [ "$2" = "$3" ]; then
+		ITEST_PASSED=$((ITEST_PASSED + 1)); echo "ok - $1"
+	else
+		ITEST_FAILED=$((ITEST_FAILED + 1)); echo "not ok - $1 (expected '$2', got '$3')"
+	fi
+}
+
+measured() { echo "measured: $*"; }
+
+itest_done() {
+	echo "# $ITEST_NAME: $ITEST_PASSED passed, $ITEST_FAILED failed"
+	[ "$ITEST_FAILED" -eq 0 ]
+	exit $?
+}
+
+# Polls "command..." every 50 ms until it succeeds or timeout_s passes.
+# Prints the elapsed milliseconds; returns 1 on timeout.
+wait_until() { # timeout_s command...
+	local timeout_ms=$(($1 * 1000)) start now
+	shift
+	start=$(date +%s%3N)
+	while :; do
+		if "$@" >/dev/null 2>&1; then
+			now=$(date +%s%3N); echo $((now - start)); return 0
+		fi
+		now=$(date +%s%3N)
+		[ $((now - start)) -ge "$timeout_ms" ] && { echo $((now - start)); return 1; }
+		sleep 0.05
+	done
+}
+
+# --- sandbox and SQL -----------------------------------------------------------
+
+itest_sandbox_up() {
+	"$SANDBOX" up || { echo "not ok - sandbox up"; exit 1; }
+}
+
+sb() { "$SANDBOX" "$@"; }
+
+# sql PORT QUERY [user] [password] [host]: one query over TCP, batch output.
+sql() {
+	mariadb --no-defaults -h "${5:-127.0.0.1}" -P "$1" -u "${3:-app}" -p"${4:-app}" \
+		--connect-timeout=5 -N -B -e "$2"
+}
+
+# Root over the instance's UNIX socket (for test setup only).
+sql_root() { # port query
+	mariadb --no-defaults -uroot -S "$SANDBOX_DIR/$1/mysqld.sock" -N -B -e "$2"
+}
+
+# --- daemon --------------------------------------------------------------------
+
+# Writes a config for the daemon of this test: [mysteerd] pointing into $T,
+# [steer] cgroup = the test's own cgroup, the sandbox backends, then whatever
+# the caller gives on stdin (extra sections; a later [probe] etc. is not
+# allowed twice, so pass probe/steer keys through the variables below).
+#   ITEST_PROBE_EXTRA, ITEST_STEER_EXTRA, ITEST_PROXY_EXTRA: lines added to those sections
+#   ITEST_NO_BACKENDS=1: leave out the default three backends
+itest_write_config() { # file [-: append stdin]
+	local f=$1
+	cat >"$f" <<CONF
+[mysteerd]
+admin_socket = $T/admin.sock
+state_file = $T/state
+bpffs_dir = /sys/fs/bpf/mysteer
+log_level = ${ITEST_LOG_LEVEL:-info}
+
+[probe]
+interval_ms = ${ITEST_INTERVAL_MS:-200}
+timeout_ms = ${ITEST_TIMEOUT_MS:-500}
+user = mysteer
+password = mysteer
+${ITEST_PROBE_EXTRA:-}
+
+[steer]
+cgroup = ${ITEST_CGROUP}
+${ITEST_STEER_EXTRA:-}
+
+[proxy]
+${ITEST_PROXY_EXTRA:-}
+
+[route:rw]
+port = 6446
+role = writer
+[route:ro]
+port = 6447
+role = reader
+[route:split]
+port = 6450
+role = split
+
+[user:app]
+password = app
+CONF
+	if [ "${ITEST_NO_BACKENDS:-0}" != 1 ]; then
+		cat >>"$f" <<CONF
+
+[backend:db1]
+host = 127.0.0.1
+port = $P1
+priority = 100
+[backend:db2]
+host = 127.0.0.1
+port = $P2
+priority = 200
+[backend:db3]
+host = 127.0.0.1
+port = $P3
+priority = 300
+CONF
+	fi
+	[ "${2:-}" = - ] && cat >>"$f"
+	chmod 600 "$f"
+}
+
+ctl() { "$MYSTEERCTL" --socket "$T/admin.sock" "$@"; }
+
+# Starts mysteerd in the foreground (background job), log in $T/mysteerd.log,
+# and waits until its admin socket answers.
+itest_daemon_start() { # config [extra args]
+	local conf=$1
+	shift
+	"$MYSTEERD" -c "$conf" -f "$@" >>"$T/mysteerd.log" 2>&1 &
+	ITEST_DAEMON_PID=$!
+	if ! wait_until 10 ctl status >/dev/null; then
+		echo "not ok - mysteerd did not answer on its admin socket"
+		tail -n 30 "$T/mysteerd.log"
+		return 1
+	fi
+}
+
+itest_daemon_stop() { # [signal]
+	local sig=${1:-TERM} pid=$ITEST_DAEMON_PID i
+	[ -n "$pid" ] || return 0
+	kill -s "$sig" "$pid" 2>/dev/null
+	for i in $(seq 1 100); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	ITEST_DAEMON_PID=
+}
+
+# Runs a command in the background and stops it at exit.
+itest_bg() { "$@" & ITEST_PIDS+=($!); }
+
+# Status JSON queries (json via python3's json module, always present).
+status_json() { ctl --json status; }
+json_get() { # python-expression-on-d
+	python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"
+}
+ctl_writer() { status_json | json_get 'd["writer"]'; }
+# role of a backend: writer|reader|none
+ctl_role() { status_json | json_get "[b['role'] for b in d['backends'] if b['name']=='$1'][0]"; }
+ctl_state() { status_json | json_get "[b['state'] for b in d['backends'] if b['name']=='$1'][0]"; }
+ctl_readers() { status_json | json_get "' '.join(sorted(b['name'] for b in d['backends'] if b['role']=='reader'))"; }
