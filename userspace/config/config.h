@@ -17,6 +17,12 @@
 
 #define CONFIG_MAX_VIPS 16
 
+#define CONFIG_DEFAULT_PRIORITY 100
+#define CONFIG_DEFAULT_WEIGHT   1
+/* Limits of priority and weight, shared by the config and mysteerctl. */
+#define CONFIG_PRIORITY_MAX 1000000
+#define CONFIG_WEIGHT_MAX   1000000
+
 enum log_level_cfg { CFG_LOG_ERROR = 0, CFG_LOG_WARN, CFG_LOG_INFO, CFG_LOG_DEBUG };
 enum writer_policy { WRITER_POLICY_READ_ONLY = 0, WRITER_POLICY_PRIORITY };
 enum reader_policy { READER_POLICY_RANDOM = 0, READER_POLICY_LEAST_CONN };
@@ -40,7 +46,7 @@ struct config_route {
 
 struct config_user {
 	char name[TOPO_NAME_MAX];
-	char password[128];   /* "" when only the hash is given */
+	char password[128]; /* "" when only the hash is given */
 	bool has_password;
 	uint8_t hash_stage2[20]; /* SHA1(SHA1(password)), from password or password_hash */
 	bool has_hash;
@@ -96,5 +102,17 @@ void config_free(struct config *c);
 
 const struct config_backend *config_find_backend(const struct config *c, const char *name);
 const struct config_user *config_find_user(const struct config *c, const char *name);
+const struct config_route *config_find_route(const struct config *c, const char *name);
+
+/* Helpers shared with mysteerctl and the state overlay, so that a name or a
+ * number is accepted by the CLI exactly when the config would accept it. */
+/* 1-63 of A-Z a-z 0-9 _ - . */
+bool config_valid_name(const char *name);
+/* A whole decimal integer in [min, max]. */
+bool config_parse_int(const char *s, long long min, long long max, long long *out);
+/* "*" + 40 hex digits (mysql.user's form) into SHA1(SHA1(password)). */
+bool config_parse_password_hash(const char *s, uint8_t out[20]);
+/* SHA1(SHA1(password)): what mysql_native_password checks against. */
+void config_hash_password(const char *password, uint8_t out[20]);
 
 #endif

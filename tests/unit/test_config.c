@@ -1,0 +1,550 @@
+/*
+ * test_config.c - the config parser (every error of the contract, with its
+ * line), the defaults, and the state overlay (edits, apply, load/save round
+ * trips, corrupt files).
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include "common/log.h"
+#include "config/config.h"
+#include "config/state.h"
+
+static char tmpdir[] = "/tmp/test_config.XXXXXX";
+static char errbuf[1024];
+
+static void setup(void)
+{
+	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+	log_set_level(LOG_LVL_ERROR);
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	ck_assert_int_eq(system(cmd), 0);
+	strcpy(tmpdir, "/tmp/test_config.XXXXXX");
+}
+
+/* Writes text to tmpdir/name with mode and returns the path (static). */
+static const char *write_conf(const char *name, const char *text, mode_t mode)
+{
+	static char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_ge(fputs(text, f), 0);
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_int_eq(chmod(path, mode), 0);
+	return path;
+}
+
+static struct config *load_text(const char *text)
+{
+	return config_load(write_conf("t.conf", text, 0600), errbuf, sizeof(errbuf));
+}
+
+/* ---- defaults and the shipped config ---- */
+
+START_TEST(test_shipped_config)
+{
+	struct config *c = config_load("etc/mysteer.conf", errbuf, sizeof(errbuf));
+
+	ck_assert_msg(c, "%s", errbuf);
+	ck_assert_str_eq(c->admin_socket, "/run/mysteer/admin.sock");
+	ck_assert_str_eq(c->admin_group, "");
+	ck_assert_str_eq(c->state_file, "/var/lib/mysteer/state");
+	ck_assert_str_eq(c->bpffs_dir, "/sys/fs/bpf/mysteer");
+	ck_assert_int_eq(c->log_level, CFG_LOG_INFO);
+	ck_assert(!c->keep_on_exit);
+	ck_assert_int_eq(c->interval_ms, 200);
+	ck_assert_int_eq(c->timeout_ms, 500);
+	ck_assert_int_eq(c->fall, 2);
+	ck_assert_int_eq(c->rise, 2);
+	ck_assert_str_eq(c->probe_user, "mysteer");
+	ck_assert_str_eq(c->probe_password, "mysteer");
+	ck_assert_int_eq(c->max_replication_lag_s, 10);
+	ck_assert_int_eq(c->writer_policy, WRITER_POLICY_READ_ONLY);
+	ck_assert_uint_eq(c->nvips, 2);
+	ck_assert_int_eq(c->vips[0].ss_family, AF_INET);
+	ck_assert_int_eq(c->vips[1].ss_family, AF_INET6);
+	ck_assert_str_eq(c->cgroup, "auto");
+	ck_assert(c->lookup && c->local_handoff && c->close_on_demote);
+	ck_assert_str_eq(c->relay_address, "127.0.0.1");
+	ck_assert_int_eq(c->read_your_writes, RYW_GTID);
+	ck_assert_uint_eq(c->max_packet_size, 1073741824u);
+	ck_assert_int_eq(c->pool_max_per_backend, 200);
+
+	ck_assert_uint_eq(c->nroutes, 3);
+	ck_assert_str_eq(c->routes[0].name, "rw");
+	ck_assert_int_eq(c->routes[1].port, 6447);
+	ck_assert_int_eq(c->routes[1].role, ROUTE_READER);
+	ck_assert_int_eq(c->routes[2].role, ROUTE_SPLIT);
+
+	ck_assert_uint_eq(c->nbackends, 3);
+	ck_assert_str_eq(c->backends[0].name, "db1");
+	ck_assert_int_eq(c->backends[0].port, 3306);
+	ck_assert_int_eq(c->backends[1].priority, 200);
+	ck_assert_int_eq(c->backends[2].weight, 1);
+	ck_assert_int_eq(c->backends[2].port, 3308);
+
+	ck_assert_uint_eq(c->nusers, 1);
+	const struct config_user *u = config_find_user(c, "app");
+	ck_assert_ptr_nonnull(u);
+	ck_assert(u->has_password && u->has_hash);
+	uint8_t want[20];
+	ck_assert(config_parse_password_hash("*5BCB3E6AC345B435C7C2E6B7949A04CE6F6563D3", want));
+	ck_assert_mem_eq(u->hash_stage2, want, 20);
+	ck_assert_ptr_null(config_find_user(c, "nobody"));
+	ck_assert_ptr_nonnull(config_find_backend(c, "db2"));
+	ck_assert_ptr_null(config_find_backend(c, "db9"));
+	config_free(c);
+}
+END_TEST
+
+START_TEST(test_full_config)
+{
+	struct config *c = config_load("tests/unit/configs/full.conf", errbuf, sizeof(errbuf));
+	char a[64];
+
+	ck_assert_msg(c, "%s", errbuf);
+	ck_assert_str_eq(c->admin_group, "wheel");
+	ck_assert_int_eq(c->log_level, CFG_LOG_DEBUG);
+	ck_assert(c->keep_on_exit);
+	ck_assert_int_eq(c->fall, 3);
+	ck_assert_int_eq(c->rise, 4);
+	ck_assert_str_eq(c->probe_password, "secret"); /* inline comment stripped */
+	ck_assert_int_eq(c->writer_policy, WRITER_POLICY_PRIORITY);
+	ck_assert(c->trust_routine_characteristics);
+	ck_assert_uint_eq(c->nvips, 3);
+	ck_assert_int_eq(c->vips[1].ss_family, AF_INET6);
+	inet_ntop(AF_INET, &((struct sockaddr_in *)&c->vips[2])->sin_addr, a, sizeof(a));
+	ck_assert_str_eq(a, "192.168.1.1");
+	ck_assert_str_eq(c->cgroup, "");
+	ck_assert(!c->lookup && !c->local_handoff && !c->close_on_demote);
+	ck_assert_int_eq(c->reader_policy, READER_POLICY_LEAST_CONN);
+	ck_assert_str_eq(c->relay_address, "::1");
+	ck_assert_int_eq(c->workers, 3);
+	ck_assert_uint_eq(c->max_packet_size, 16777216u);
+	ck_assert_int_eq(c->read_your_writes, RYW_WINDOW);
+	ck_assert_int_eq(c->pool_min_idle, 0);
+
+	/* Route sections given: no default routes are added. */
+	ck_assert_uint_eq(c->nroutes, 2);
+	ck_assert_ptr_null(config_find_route(c, "rw"));
+	ck_assert_int_eq(config_find_route(c, "s")->role, ROUTE_SPLIT);
+
+	/* Indented keys are keys, not continuation lines. */
+	const struct config_backend *b = config_find_backend(c, "a");
+	ck_assert_str_eq(b->host, "::1");
+	ck_assert_int_eq(b->port, 4000);
+	ck_assert_int_eq(b->priority, 5);
+	ck_assert_int_eq(b->weight, 0);
+	b = config_find_backend(c, "b");
+	ck_assert_int_eq(b->port, 3306);
+	ck_assert_int_eq(b->priority, 100);
+	ck_assert_int_eq(b->line, 53);
+
+	const struct config_user *u = config_find_user(c, "h");
+	uint8_t want[20];
+	config_hash_password("123456", want);
+	ck_assert(u->has_hash && !u->has_password);
+	ck_assert_mem_eq(u->hash_stage2, want, 20);
+	config_free(c);
+}
+END_TEST
+
+START_TEST(test_minimal_defaults)
+{
+	struct config *c = config_load("tests/unit/configs/minimal.conf", errbuf, sizeof(errbuf));
+
+	ck_assert_msg(c, "%s", errbuf);
+	ck_assert_uint_eq(c->nroutes, 3);
+	ck_assert_int_eq(config_find_route(c, "split")->port, 6450);
+	ck_assert_int_eq(c->backends[0].port, 3306);
+	ck_assert_uint_eq(c->nusers, 0);
+	config_free(c);
+}
+END_TEST
+
+START_TEST(test_long_line)
+{
+	char text[8192];
+	char host[TOPO_HOST_MAX];
+	struct config *c;
+
+	memset(host, 'h', sizeof(host) - 1);
+	host[sizeof(host) - 1] = '\0';
+	host[200] = '\0'; /* longer than libinih's default line */
+	snprintf(text, sizeof(text), "; %0*d\n[backend:a]\nhost = %s\nport = 1\n", 3000, 0, host);
+	c = load_text(text);
+	ck_assert_msg(c, "%s", errbuf);
+	ck_assert_str_eq(c->backends[0].host, host);
+	ck_assert_int_eq(c->backends[0].line, 2);
+	config_free(c);
+}
+END_TEST
+
+/* ---- errors: one line FILE:LINE: reason ---- */
+
+struct bad {
+	const char *text;
+	int line;
+	const char *want; /* substring of the message */
+};
+
+#define BE "[backend:a]\nhost = 127.0.0.1\n"
+
+static const struct bad bad_configs[] = {
+    {"[nope]\n" BE, 1, "unknown section [nope]"},
+    {BE "[mysteerd]\nfoo = 1\n", 4, "unknown key \"foo\" in [mysteerd]"},
+    {BE "[probe]\ninterval_ms = 10x\n", 4, "interval_ms: bad number \"10x\""},
+    {BE "[probe]\nfall = 0\n", 4, "fall: bad number"},
+    {BE "[probe]\ntimeout_ms = 99999999999999999999\n", 4, "timeout_ms: bad number"},
+    {BE "port = 70000\n", 3, "port: 70000 out of range"},
+    {BE "port = 0\n", 3, "out of range"},
+    {BE "port = -1\n", 3, "out of range"},
+    {BE "port = abc\n", 3, "port: bad number"},
+    {BE "priority = -5\n", 3, "priority: bad number"},
+    {BE "weight = many\n", 3, "weight: bad number"},
+    {BE "[backend:a]\nhost = x\n", 3, "duplicate backend name \"a\" (first at line 1)"},
+    {"[route:x]\nport = 7000\n[route:y]\nport = 7000\n" BE, 3,
+     "port 7000 already used by route \"x\""},
+    {"[route:x]\nport = 7000\nrole = boss\n" BE, 3, "unknown route role \"boss\""},
+    {"[route:x]\nrole = writer\n" BE, 1, "route \"x\": no port"},
+    {"[probe]\ninterval_ms = 100\n", 2, "no backend"},
+    {"", 1, "no backend"},
+    {BE "[probe]\nwriter_policy = newest\n", 4, "writer_policy: unknown value \"newest\""},
+    {BE "[steer]\nreader_policy = rr\n", 4, "reader_policy: unknown value"},
+    {BE "[proxy]\nread_your_writes = maybe\n", 4, "read_your_writes: unknown value"},
+    {BE "[mysteerd]\nlog_level = loud\n", 4, "log_level: unknown value"},
+    {BE "[mysteerd]\nkeep_on_exit = perhaps\n", 4, "keep_on_exit: bad value"},
+    {BE "[steer]\nvip = 127.0.0.1, 300.1.1.1\n", 4, "vip: bad address \"300.1.1.1\""},
+    {BE "[steer]\nvip = example.com\n", 4, "vip: bad address"},
+    {BE "[steer]\nrelay_address = here\n", 4, "relay_address: bad address"},
+    {BE "[user:u]\npassword_hash = 6BB4837EB74329105EE4568DDA7DC67ED2CA2AD9\n", 4,
+     "password_hash: bad hash"},
+    {BE "[user:u]\npassword_hash = *6BB4837EB74329105EE4568DDA7DC67ED2CA2AD\n", 4,
+     "password_hash: bad hash"},
+    {BE "[user:u]\npassword_hash = *6BB4837EB74329105EE4568DDA7DC67ED2CA2ADZ\n", 4,
+     "password_hash: bad hash"},
+    {BE "[user:u]\n", 3, "user \"u\": no password or password_hash"},
+    {BE "[user:u]\npassword = x\npassword_hash = *6BB4837EB74329105EE4568DDA7DC67ED2CA2AD9\n", 3,
+     "not both"},
+    {BE "[user:u]\nhost = x\n", 4, "unknown key \"host\" in [user:u]"},
+    {"[backend:a]\n", 1, "backend \"a\": no host"},
+    {"[backend:bad name]\nhost = x\n", 1, "bad name \"bad name\""},
+    {"host = x\n" BE, 1, "outside any section"},
+    {BE "this line has no equals\n", 3, "syntax error"},
+    {BE "[probe\n", 3, "without ']'"},
+    {BE "[probe]\nfall = 2\nfall = 3\n", 5, "duplicate key \"fall\" in [probe]"},
+    {BE "[proxy]\nmax_packet_size = 2000000000\n", 4, "max_packet_size: bad number"},
+    {BE "[mysteerd]\nadmin_socket = /" /* 108+ characters */
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
+     4, "admin_socket: value too long"},
+    {BE "[route:r]\nport = 1\nrole = reader\n[route:r]\nport = 2\n", 6,
+     "duplicate route name \"r\""},
+};
+
+START_TEST(test_bad_config)
+{
+	const struct bad *b = &bad_configs[_i];
+	char want[512];
+	struct config *c = load_text(b->text);
+
+	ck_assert_msg(!c, "config %d accepted", _i);
+	snprintf(want, sizeof(want), "%s/t.conf:%d: ", tmpdir, b->line);
+	ck_assert_msg(!strncmp(errbuf, want, strlen(want)), "case %d: got \"%s\", want prefix %s",
+	              _i, errbuf, want);
+	ck_assert_msg(strstr(errbuf, b->want), "case %d: got \"%s\", want \"%s\"", _i, errbuf,
+	              b->want);
+	ck_assert_msg(!strchr(errbuf, '\n'), "case %d: more than one line", _i);
+}
+END_TEST
+
+START_TEST(test_missing_file)
+{
+	ck_assert_ptr_null(config_load("/nonexistent/x.conf", errbuf, sizeof(errbuf)));
+	ck_assert_ptr_nonnull(strstr(errbuf, "/nonexistent/x.conf: cannot open"));
+}
+END_TEST
+
+/* Warnings go to the log (stderr): capture it through a pipe. */
+static void capture_warnings(const char *path, char *out, size_t outlen)
+{
+	int fds[2], saved = dup(STDERR_FILENO);
+	struct config *c;
+	ssize_t n;
+
+	ck_assert_int_eq(pipe(fds), 0);
+	ck_assert_int_ge(saved, 0);
+	dup2(fds[1], STDERR_FILENO);
+	log_set_level(LOG_LVL_WARN);
+	c = config_load(path, errbuf, sizeof(errbuf));
+	dup2(saved, STDERR_FILENO);
+	close(fds[1]);
+	close(saved);
+	ck_assert_msg(c, "%s", errbuf);
+	config_free(c);
+	n = read(fds[0], out, outlen - 1);
+	close(fds[0]);
+	out[n > 0 ? n : 0] = '\0';
+}
+
+START_TEST(test_warn_shared_address)
+{
+	char out[4096];
+
+	capture_warnings("tests/unit/configs/dup-address.conf", out, sizeof(out));
+	ck_assert_msg(strstr(out, "dup-address.conf:4: backends \"a\" and \"b\" are at one "
+	                          "address 127.0.0.1:3306"),
+	              "%s", out);
+}
+END_TEST
+
+START_TEST(test_warn_readable_password)
+{
+	char out[4096];
+	const char *p = write_conf("pw.conf", BE "[probe]\npassword = s3cret\n", 0644);
+
+	capture_warnings(p, out, sizeof(out));
+	ck_assert_msg(strstr(out, "pw.conf:4: file holds a password and is readable by others"),
+	              "%s", out);
+	ck_assert_msg(!strstr(out, "s3cret"), "password logged: %s", out);
+
+	p = write_conf("pw.conf", BE "[probe]\npassword = s3cret\n", 0600);
+	capture_warnings(p, out, sizeof(out));
+	ck_assert_str_eq(out, "");
+
+	/* No password in the file: nothing secret to protect. */
+	p = write_conf("pw.conf", BE, 0644);
+	capture_warnings(p, out, sizeof(out));
+	ck_assert_str_eq(out, "");
+}
+END_TEST
+
+/* ---- state overlay ---- */
+
+static struct config *sandbox_config(void)
+{
+	struct config *c = config_load("etc/mysteer.conf", errbuf, sizeof(errbuf));
+
+	ck_assert_msg(c, "%s", errbuf);
+	return c;
+}
+
+static const struct state_backend *eff(const struct state_backend *v, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(v[i].cfg.name, name))
+			return &v[i];
+	return NULL;
+}
+
+START_TEST(test_state_edits_and_apply)
+{
+	struct config *c = sandbox_config();
+	struct state_overlay ov;
+	struct state_backend *v;
+	size_t n;
+
+	state_init(&ov);
+	ck_assert_int_eq(state_add(&ov, c, "db4", "127.0.0.1", 3309, -1, 3, errbuf, 256), 0);
+	ck_assert_int_eq(state_add(&ov, c, "db4", "127.0.0.1", 3310, -1, -1, errbuf, 256), -1);
+	ck_assert_str_eq(errbuf, "backend \"db4\" exists");
+	ck_assert_int_eq(state_add(&ov, c, "db1", "127.0.0.1", 3310, -1, -1, errbuf, 256), -1);
+	ck_assert_int_eq(state_add(&ov, c, "b d", "127.0.0.1", 3310, -1, -1, errbuf, 256), -1);
+	ck_assert_int_eq(state_remove(&ov, c, "db2", errbuf, 256), 0);
+	ck_assert_int_eq(state_remove(&ov, c, "db2", errbuf, 256), -1);
+	ck_assert_str_eq(errbuf, "unknown backend \"db2\"");
+	ck_assert_int_eq(state_set(&ov, c, "db3", 50, -1, errbuf, 256), 0);
+	ck_assert_int_eq(state_set(&ov, c, "db3", -1, CONFIG_WEIGHT_MAX + 1, errbuf, 256), -1);
+	ck_assert_int_eq(state_set(&ov, c, "nope", 1, -1, errbuf, 256), -1);
+	ck_assert_int_eq(state_set(&ov, c, "db2", 1, -1, errbuf, 256), -1); /* removed */
+	ck_assert_int_eq(state_set_admin(&ov, c, "db1", ADMIN_DRAINED, errbuf, 256), 0);
+	ck_assert_int_eq(state_set_admin(&ov, c, "db4", ADMIN_DISABLED, errbuf, 256), 0);
+	ck_assert_int_eq(state_set_admin(&ov, c, "zz", ADMIN_DISABLED, errbuf, 256), -1);
+
+	ck_assert_int_eq(state_apply(c, &ov, &v, &n), 0);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_str_eq(v[0].cfg.name, "db1");
+	ck_assert_int_eq(v[0].admin, ADMIN_DRAINED);
+	ck_assert_str_eq(v[1].cfg.name, "db3");
+	ck_assert_int_eq(v[1].cfg.priority, 50);
+	ck_assert_int_eq(v[1].cfg.port, 3308);
+	ck_assert_str_eq(v[2].cfg.name, "db4");
+	ck_assert(v[2].runtime_added);
+	ck_assert_int_eq(v[2].cfg.port, 3309);
+	ck_assert_int_eq(v[2].cfg.priority, CONFIG_DEFAULT_PRIORITY);
+	ck_assert_int_eq(v[2].cfg.weight, 3);
+	ck_assert_int_eq(v[2].admin, ADMIN_DISABLED);
+	ck_assert_ptr_null(eff(v, n, "db2"));
+	free(v);
+
+	/* enable drops the change; removing a runtime backend forgets it. */
+	ck_assert_int_eq(state_set_admin(&ov, c, "db1", ADMIN_ENABLED, errbuf, 256), 0);
+	ck_assert_ptr_null(state_find(&ov, "db1"));
+	ck_assert_int_eq(state_remove(&ov, c, "db4", errbuf, 256), 0);
+	ck_assert_ptr_null(state_find(&ov, "db4"));
+	/* A removed config backend can be added back elsewhere. */
+	ck_assert_int_eq(state_add(&ov, c, "db2", "::1", 4000, 7, -1, errbuf, 256), 0);
+	ck_assert_int_eq(state_apply(c, &ov, &v, &n), 0);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_str_eq(v[1].cfg.name, "db2");
+	ck_assert_str_eq(v[1].cfg.host, "::1");
+	ck_assert_int_eq(v[1].cfg.priority, 7);
+	free(v);
+
+	ck_assert_uint_eq(state_reset(&ov, "db2"), 1);
+	ck_assert_uint_eq(state_reset(&ov, "db2"), 0);
+	ck_assert_uint_eq(state_reset(&ov, NULL), 1); /* db3's priority */
+	ck_assert_int_eq(state_apply(c, &ov, &v, &n), 0);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_int_eq(v[2].cfg.priority, 300);
+	free(v);
+	state_free(&ov);
+	config_free(c);
+}
+END_TEST
+
+START_TEST(test_state_round_trip)
+{
+	struct config *c = sandbox_config();
+	struct state_overlay ov, back;
+	char path[256];
+	struct stat st;
+
+	state_init(&ov);
+	state_init(&back);
+	snprintf(path, sizeof(path), "%s/sub/state", tmpdir);
+	/* Missing file: empty overlay, no error. */
+	ck_assert_int_eq(state_load(path, &back, errbuf, sizeof(errbuf)), 0);
+	ck_assert_uint_eq(back.n, 0);
+
+	ck_assert_int_eq(state_add(&ov, c, "db4", "::1", 3309, 10, 0, errbuf, 256), 0);
+	ck_assert_int_eq(state_remove(&ov, c, "db2", errbuf, 256), 0);
+	ck_assert_int_eq(state_set(&ov, c, "db3", 1, 2, errbuf, 256), 0);
+	ck_assert_int_eq(state_set_admin(&ov, c, "db3", ADMIN_DRAINED, errbuf, 256), 0);
+	ck_assert_int_eq(state_save(path, &ov, errbuf, sizeof(errbuf)), 0);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_int_eq(st.st_mode & 0777, 0600);
+
+	ck_assert_int_eq(state_load(path, &back, errbuf, sizeof(errbuf)), 0);
+	ck_assert_uint_eq(back.n, ov.n);
+	for (size_t i = 0; i < ov.n; i++)
+		ck_assert_mem_eq(&back.changes[i], &ov.changes[i], sizeof(ov.changes[i]));
+
+	/* Saving over it replaces it, with no temp file left behind. */
+	state_reset(&ov, NULL);
+	ck_assert_int_eq(state_save(path, &ov, errbuf, sizeof(errbuf)), 0);
+	ck_assert_int_eq(state_load(path, &back, errbuf, sizeof(errbuf)), 0);
+	ck_assert_uint_eq(back.n, 0);
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "test $(ls -A '%s/sub' | wc -l) -eq 1", tmpdir);
+	ck_assert_int_eq(system(cmd), 0);
+	state_free(&ov);
+	state_free(&back);
+	config_free(c);
+}
+END_TEST
+
+static const char *const corrupt_states[] = {
+    "",
+    "{not json",
+    "[]",
+    "{\"backends\":[]}",
+    "{\"version\":2,\"backends\":[]}",
+    "{\"version\":1}",
+    "{\"version\":1,\"backends\":[1]}",
+    "{\"version\":1,\"backends\":[{\"priority\":1}]}",
+    "{\"version\":1,\"backends\":[{\"name\":\"a\",\"added\":true,\"port\":1}]}",
+    "{\"version\":1,\"backends\":[{\"name\":\"a\",\"added\":true,\"host\":\"h\","
+    "\"port\":70000}]}",
+    "{\"version\":1,\"backends\":[{\"name\":\"a\",\"priority\":-1}]}",
+    "{\"version\":1,\"backends\":[{\"name\":\"a\",\"weight\":\"1\"}]}",
+    "{\"version\":1,\"backends\":[{\"name\":\"a\",\"admin\":\"sleeping\"}]}",
+    "{\"version\":1,\"backends\":[{\"name\":\"a\",\"added\":true,\"removed\":true,"
+    "\"host\":\"h\",\"port\":1}]}",
+    "{\"version\":1,\"backends\":[{\"name\":\"a\",\"removed\":true},{\"name\":\"a\","
+    "\"removed\":true}]}",
+};
+
+START_TEST(test_state_corrupt)
+{
+	struct state_overlay ov;
+	const char *p = write_conf("state", corrupt_states[_i], 0600);
+	char want[300];
+
+	struct config *c = sandbox_config();
+
+	state_init(&ov);
+	/* Something in the overlay first: a failed load must leave it empty. */
+	ck_assert_int_eq(state_add(&ov, c, "x", "h", 1, -1, -1, errbuf, 256), 0);
+	config_free(c);
+	ck_assert_int_eq(state_load(p, &ov, errbuf, sizeof(errbuf)), -1);
+	snprintf(want, sizeof(want), "%s: corrupt state file: ", p);
+	ck_assert_msg(!strncmp(errbuf, want, strlen(want)), "case %d: %s", _i, errbuf);
+	ck_assert_msg(!strchr(errbuf, '\n'), "case %d: more than one line", _i);
+	ck_assert_uint_eq(ov.n, 0);
+	state_free(&ov);
+}
+END_TEST
+
+START_TEST(test_state_save_fails_cleanly)
+{
+	struct state_overlay ov;
+
+	state_init(&ov);
+	ck_assert_int_eq(state_save("/proc/nope/deeper/state", &ov, errbuf, sizeof(errbuf)), -1);
+	ck_assert_ptr_nonnull(strstr(errbuf, "/proc/nope/deeper/state: "));
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("config");
+	TCase *tc = tcase_create("config");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_shipped_config);
+	tcase_add_test(tc, test_full_config);
+	tcase_add_test(tc, test_minimal_defaults);
+	tcase_add_test(tc, test_long_line);
+	tcase_add_loop_test(tc, test_bad_config, 0,
+	                    (int)(sizeof(bad_configs) / sizeof(bad_configs[0])));
+	tcase_add_test(tc, test_missing_file);
+	tcase_add_test(tc, test_warn_shared_address);
+	tcase_add_test(tc, test_warn_readable_password);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("state");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_state_edits_and_apply);
+	tcase_add_test(tc, test_state_round_trip);
+	tcase_add_loop_test(tc, test_state_corrupt, 0,
+	                    (int)(sizeof(corrupt_states) / sizeof(corrupt_states[0])));
+	tcase_add_test(tc, test_state_save_fails_cleanly);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

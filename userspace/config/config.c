@@ -1,0 +1,908 @@
+/*
+ * config.c - loads and validates the INI config (see config.h).
+ *
+ * libinih does the lexing; this file owns the meaning of every key. inih
+ * (Debian's build) does not pass line numbers to the handler, so the reader
+ * callback counts lines itself and also notices section headers: inih calls
+ * the handler only for KEY = VALUE lines, and an empty `[backend:x]` or an
+ * unknown empty section must still be seen and checked.
+ *
+ * The first error wins and is returned as one line "FILE:LINE: reason";
+ * parsing stops mattering after it, but inih is left to finish the file.
+ */
+#include "config/config.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <openssl/sha.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "common/log.h"
+
+enum sect {
+	SEC_NONE = 0,
+	SEC_MYSTEERD,
+	SEC_PROBE,
+	SEC_STEER,
+	SEC_PROXY,
+	SEC_ROUTE,
+	SEC_BACKEND,
+	SEC_USER,
+};
+
+struct seen_key {
+	char where[TOPO_NAME_MAX + 16]; /* "probe", "backend:db1", ... */
+	char key[48];
+};
+
+struct pctx {
+	struct config *c;
+	FILE *f;
+	int line;    /* number of the line being read */
+	bool at_bol; /* the next reader chunk starts a new line */
+	bool failed;
+	char *err;
+	size_t errlen;
+
+	enum sect sec;
+	char where[TOPO_NAME_MAX + 16];
+	size_t cur; /* index of the current route/backend/user */
+	int sec_line;
+
+	struct seen_key *seen;
+	size_t nseen;
+	int password_line; /* first line holding a password, 0: none */
+	bool route_given;
+	int *user_lines; /* section line of each user, for late checks */
+};
+
+static void fail(struct pctx *p, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void fail(struct pctx *p, int line, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (p->failed)
+		return;
+	p->failed = true;
+	n = snprintf(p->err, p->errlen, "%s:%d: ", p->c->path, line);
+	if (n < 0 || (size_t)n >= p->errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(p->err + n, p->errlen - (size_t)n, fmt, ap);
+	va_end(ap);
+}
+
+static bool copy_str(char *dst, size_t size, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (n >= size)
+		return false;
+	memcpy(dst, src, n + 1);
+	return true;
+}
+
+bool config_valid_name(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n >= TOPO_NAME_MAX)
+		return false;
+	for (const char *s = name; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '_' && *s != '-' && *s != '.')
+			return false;
+	return true;
+}
+
+/* Decimal integer in [min, max]; nothing else on the value. */
+bool config_parse_int(const char *s, long long min, long long max, long long *out)
+{
+	char *end;
+	long long v;
+
+	if (!*s || isspace((unsigned char)*s))
+		return false;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+static int parse_bool(const char *s)
+{
+	static const char *const yes[] = {"on", "yes", "true", "1"};
+	static const char *const no[] = {"off", "no", "false", "0"};
+
+	for (size_t i = 0; i < 4; i++) {
+		if (!strcasecmp(s, yes[i]))
+			return 1;
+		if (!strcasecmp(s, no[i]))
+			return 0;
+	}
+	return -1;
+}
+
+/* Index of s in names[], or -1. */
+static int parse_enum(const char *s, const char *const *names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(s, names[i]))
+			return (int)i;
+	return -1;
+}
+
+static bool parse_ip(const char *s, struct sockaddr_storage *ss)
+{
+	struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	if (inet_pton(AF_INET, s, &in4->sin_addr) == 1) {
+		in4->sin_family = AF_INET;
+		return true;
+	}
+	if (inet_pton(AF_INET6, s, &in6->sin6_addr) == 1) {
+		in6->sin6_family = AF_INET6;
+		return true;
+	}
+	return false;
+}
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+static bool parse_vips(struct pctx *p, const char *value)
+{
+	char buf[1024];
+	char *save = NULL, *tok;
+
+	p->c->nvips = 0;
+	if (!copy_str(buf, sizeof(buf), value)) {
+		fail(p, p->line, "vip: value too long");
+		return false;
+	}
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *a = trim(tok);
+
+		if (!*a)
+			continue;
+		if (p->c->nvips == CONFIG_MAX_VIPS) {
+			fail(p, p->line, "vip: more than %d addresses", CONFIG_MAX_VIPS);
+			return false;
+		}
+		if (!parse_ip(a, &p->c->vips[p->c->nvips])) {
+			fail(p, p->line, "vip: bad address \"%s\" (want IPv4 or IPv6 addresses)",
+			     a);
+			return false;
+		}
+		p->c->nvips++;
+	}
+	return true;
+}
+
+bool config_parse_password_hash(const char *s, uint8_t out[20])
+{
+	if (s[0] != '*' || strlen(s) != 41)
+		return false;
+	for (size_t i = 0; i < 20; i++) {
+		unsigned int v;
+		char two[3] = {s[1 + 2 * i], s[2 + 2 * i], 0};
+
+		if (!isxdigit((unsigned char)two[0]) || !isxdigit((unsigned char)two[1]))
+			return false;
+		if (sscanf(two, "%2x", &v) != 1)
+			return false;
+		out[i] = (uint8_t)v;
+	}
+	return true;
+}
+
+void config_hash_password(const char *password, uint8_t out[20])
+{
+	uint8_t stage1[SHA_DIGEST_LENGTH];
+
+	SHA1((const unsigned char *)password, strlen(password), stage1);
+	SHA1(stage1, sizeof(stage1), out);
+}
+
+/* ---- keys of the fixed sections ---- */
+
+enum ktype {
+	K_STR,
+	K_INT,
+	K_U32,
+	K_BOOL,
+	K_LOGLEVEL,
+	K_WPOL,
+	K_RPOL,
+	K_RYW,
+	K_VIP,
+	K_IP,
+	K_SECRET
+};
+
+struct keydef {
+	enum sect sec;
+	const char *key;
+	enum ktype type;
+	size_t off, size;
+	long long min, max;
+};
+
+#define F(field) offsetof(struct config, field), sizeof(((struct config *)0)->field)
+#define BIG      INT_MAX
+
+static const struct keydef keydefs[] = {
+    {SEC_MYSTEERD, "admin_socket", K_STR, F(admin_socket), 0, 0},
+    {SEC_MYSTEERD, "admin_group", K_STR, F(admin_group), 0, 0},
+    {SEC_MYSTEERD, "state_file", K_STR, F(state_file), 0, 0},
+    {SEC_MYSTEERD, "bpffs_dir", K_STR, F(bpffs_dir), 0, 0},
+    {SEC_MYSTEERD, "log_level", K_LOGLEVEL, F(log_level), 0, 0},
+    {SEC_MYSTEERD, "keep_on_exit", K_BOOL, F(keep_on_exit), 0, 0},
+
+    {SEC_PROBE, "interval_ms", K_INT, F(interval_ms), 1, 3600000},
+    {SEC_PROBE, "timeout_ms", K_INT, F(timeout_ms), 1, 3600000},
+    {SEC_PROBE, "fall", K_INT, F(fall), 1, 1000},
+    {SEC_PROBE, "rise", K_INT, F(rise), 1, 1000},
+    {SEC_PROBE, "user", K_STR, F(probe_user), 0, 0},
+    {SEC_PROBE, "password", K_SECRET, F(probe_password), 0, 0},
+    {SEC_PROBE, "max_replication_lag_s", K_INT, F(max_replication_lag_s), 0, 86400 * 365},
+    {SEC_PROBE, "writer_policy", K_WPOL, F(writer_policy), 0, 0},
+    {SEC_PROBE, "trust_routine_characteristics", K_BOOL, F(trust_routine_characteristics), 0, 0},
+
+    {SEC_STEER, "vip", K_VIP, 0, 0, 0, 0},
+    {SEC_STEER, "cgroup", K_STR, F(cgroup), 0, 0},
+    {SEC_STEER, "lookup", K_BOOL, F(lookup), 0, 0},
+    {SEC_STEER, "local_handoff", K_BOOL, F(local_handoff), 0, 0},
+    {SEC_STEER, "reader_policy", K_RPOL, F(reader_policy), 0, 0},
+    {SEC_STEER, "close_on_demote", K_BOOL, F(close_on_demote), 0, 0},
+    {SEC_STEER, "relay_address", K_IP, F(relay_address), 0, 0},
+
+    {SEC_PROXY, "workers", K_INT, F(workers), 0, 1024},
+    {SEC_PROXY, "max_client_connections", K_INT, F(max_client_connections), 1, 10000000},
+    {SEC_PROXY, "handshake_timeout_ms", K_INT, F(handshake_timeout_ms), 1, 3600000},
+    {SEC_PROXY, "max_packet_size", K_U32, F(max_packet_size), 1024, 1073741824},
+    {SEC_PROXY, "read_your_writes", K_RYW, F(read_your_writes), 0, 0},
+    {SEC_PROXY, "read_your_writes_ms", K_INT, F(read_your_writes_ms), 0, 3600000},
+    {SEC_PROXY, "pool_max_per_backend", K_INT, F(pool_max_per_backend), 1, 1000000},
+    {SEC_PROXY, "pool_min_idle", K_INT, F(pool_min_idle), 0, 1000000},
+    {SEC_PROXY, "pool_idle_timeout_ms", K_INT, F(pool_idle_timeout_ms), 0, BIG},
+};
+
+static const char *const log_level_names[] = {"error", "warn", "info", "debug"};
+static const char *const wpol_names[] = {"read_only", "priority"};
+static const char *const rpol_names[] = {"random", "least_conn"};
+static const char *const ryw_names[] = {"off", "window", "gtid"};
+static const char *const route_role_names[] = {"writer", "reader", "split"};
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+static bool set_enum(struct pctx *p, const char *key, const char *value, const char *const *names,
+                     size_t n, void *dst)
+{
+	int v = parse_enum(value, names, n);
+
+	if (v < 0) {
+		char list[128] = "";
+
+		for (size_t i = 0; i < n; i++) {
+			strncat(list, i ? " | " : "", sizeof(list) - strlen(list) - 1);
+			strncat(list, names[i], sizeof(list) - strlen(list) - 1);
+		}
+		fail(p, p->line, "%s: unknown value \"%s\" (want %s)", key, value, list);
+		return false;
+	}
+	*(int *)dst = v;
+	return true;
+}
+
+static bool set_fixed(struct pctx *p, const struct keydef *k, const char *value)
+{
+	void *dst = (char *)p->c + k->off;
+	long long v;
+	int b;
+
+	switch (k->type) {
+	case K_SECRET:
+		if (*value && !p->password_line)
+			p->password_line = p->line;
+		/* fall through */
+	case K_STR:
+		if (!copy_str(dst, k->size, value)) {
+			fail(p, p->line, "%s: value too long (at most %zu characters)", k->key,
+			     k->size - 1);
+			return false;
+		}
+		return true;
+	case K_IP: {
+		struct sockaddr_storage ss;
+
+		if (!parse_ip(value, &ss) || !copy_str(dst, k->size, value)) {
+			fail(p, p->line, "%s: bad address \"%s\"", k->key, value);
+			return false;
+		}
+		return true;
+	}
+	case K_INT:
+	case K_U32:
+		if (!config_parse_int(value, k->min, k->max, &v)) {
+			fail(p, p->line, "%s: bad number \"%s\" (want %lld..%lld)", k->key, value,
+			     k->min, k->max);
+			return false;
+		}
+		if (k->type == K_INT)
+			*(int *)dst = (int)v;
+		else
+			*(uint32_t *)dst = (uint32_t)v;
+		return true;
+	case K_BOOL:
+		b = parse_bool(value);
+		if (b < 0) {
+			fail(p, p->line, "%s: bad value \"%s\" (want on | off)", k->key, value);
+			return false;
+		}
+		*(bool *)dst = b;
+		return true;
+	case K_LOGLEVEL:
+		return set_enum(p, k->key, value, log_level_names, NELEM(log_level_names), dst);
+	case K_WPOL:
+		return set_enum(p, k->key, value, wpol_names, NELEM(wpol_names), dst);
+	case K_RPOL:
+		return set_enum(p, k->key, value, rpol_names, NELEM(rpol_names), dst);
+	case K_RYW:
+		return set_enum(p, k->key, value, ryw_names, NELEM(ryw_names), dst);
+	case K_VIP:
+		return parse_vips(p, value);
+	}
+	return false;
+}
+
+/* ---- named sections ---- */
+
+static void *grow(void *arr, size_t n, size_t elem)
+{
+	/* Arrays grow one element at a time: configs are small. */
+	void *a = realloc(arr, (n + 1) * elem);
+
+	if (a)
+		memset((char *)a + n * elem, 0, elem);
+	return a;
+}
+
+static bool begin_named(struct pctx *p, enum sect sec, const char *name)
+{
+	struct config *c = p->c;
+
+	if (!config_valid_name(name)) {
+		fail(p, p->line, "bad name \"%s\" (want 1-%d of A-Z a-z 0-9 _ - .)", name,
+		     TOPO_NAME_MAX - 1);
+		return false;
+	}
+	switch (sec) {
+	case SEC_ROUTE:
+		p->route_given = true;
+		for (size_t i = 0; i < c->nroutes; i++)
+			if (!strcmp(c->routes[i].name, name)) {
+				fail(p, p->line, "duplicate route name \"%s\" (first at line %d)",
+				     name, c->routes[i].line);
+				return false;
+			}
+		if (!(c->routes = grow(c->routes, c->nroutes, sizeof(*c->routes))))
+			goto oom;
+		p->cur = c->nroutes++;
+		strcpy(c->routes[p->cur].name, name);
+		c->routes[p->cur].line = p->line;
+		c->routes[p->cur].role = ROUTE_WRITER;
+		return true;
+	case SEC_BACKEND:
+		for (size_t i = 0; i < c->nbackends; i++)
+			if (!strcmp(c->backends[i].name, name)) {
+				fail(p, p->line, "duplicate backend name \"%s\" (first at line %d)",
+				     name, c->backends[i].line);
+				return false;
+			}
+		if (!(c->backends = grow(c->backends, c->nbackends, sizeof(*c->backends))))
+			goto oom;
+		p->cur = c->nbackends++;
+		strcpy(c->backends[p->cur].name, name);
+		c->backends[p->cur].line = p->line;
+		c->backends[p->cur].port = 3306;
+		c->backends[p->cur].priority = CONFIG_DEFAULT_PRIORITY;
+		c->backends[p->cur].weight = CONFIG_DEFAULT_WEIGHT;
+		return true;
+	case SEC_USER:
+		for (size_t i = 0; i < c->nusers; i++)
+			if (!strcmp(c->users[i].name, name)) {
+				fail(p, p->line, "duplicate user \"%s\" (first at line %d)", name,
+				     p->user_lines[i]);
+				return false;
+			}
+		if (!(c->users = grow(c->users, c->nusers, sizeof(*c->users))))
+			goto oom;
+		if (!(p->user_lines = realloc(p->user_lines, (c->nusers + 1) * sizeof(int))))
+			goto oom;
+		p->cur = c->nusers++;
+		strcpy(c->users[p->cur].name, name);
+		p->user_lines[p->cur] = p->line;
+		return true;
+	default:
+		return false;
+	}
+oom:
+	fail(p, p->line, "out of memory");
+	return false;
+}
+
+static void begin_section(struct pctx *p, const char *name)
+{
+	static const struct {
+		const char *name;
+		enum sect sec;
+	} fixed[] = {{"mysteerd", SEC_MYSTEERD},
+	             {"probe", SEC_PROBE},
+	             {"steer", SEC_STEER},
+	             {"proxy", SEC_PROXY}};
+	static const struct {
+		const char *prefix;
+		enum sect sec;
+	} named[] = {{"route:", SEC_ROUTE}, {"backend:", SEC_BACKEND}, {"user:", SEC_USER}};
+
+	p->sec = SEC_NONE;
+	p->sec_line = p->line;
+	snprintf(p->where, sizeof(p->where), "%s", name);
+	for (size_t i = 0; i < NELEM(fixed); i++)
+		if (!strcmp(name, fixed[i].name)) {
+			p->sec = fixed[i].sec;
+			return;
+		}
+	for (size_t i = 0; i < NELEM(named); i++) {
+		size_t n = strlen(named[i].prefix);
+
+		if (strncmp(name, named[i].prefix, n))
+			continue;
+		if (begin_named(p, named[i].sec, name + n))
+			p->sec = named[i].sec;
+		return;
+	}
+	fail(p, p->line,
+	     "unknown section [%s] (want mysteerd, probe, steer, proxy, route:NAME, "
+	     "backend:NAME, user:NAME)",
+	     name);
+}
+
+static bool check_port(struct pctx *p, const char *value, uint16_t *port)
+{
+	long long v;
+
+	if (!config_parse_int(value, LLONG_MIN, LLONG_MAX, &v)) {
+		fail(p, p->line, "port: bad number \"%s\"", value);
+		return false;
+	}
+	if (v < 1 || v > 65535) {
+		fail(p, p->line, "port: %lld out of range (1..65535)", v);
+		return false;
+	}
+	*port = (uint16_t)v;
+	return true;
+}
+
+static bool set_route(struct pctx *p, const char *key, const char *value)
+{
+	struct config_route *r = &p->c->routes[p->cur];
+	int role;
+
+	if (!strcmp(key, "port"))
+		return check_port(p, value, &r->port);
+	if (!strcmp(key, "role")) {
+		role = parse_enum(value, route_role_names, NELEM(route_role_names));
+		if (role < 0) {
+			fail(p, p->line,
+			     "role: unknown route role \"%s\" (want writer | reader | "
+			     "split)",
+			     value);
+			return false;
+		}
+		r->role = (enum route_role)role;
+		return true;
+	}
+	fail(p, p->line, "unknown key \"%s\" in [%s] (want port, role)", key, p->where);
+	return false;
+}
+
+static bool set_backend(struct pctx *p, const char *key, const char *value)
+{
+	struct config_backend *b = &p->c->backends[p->cur];
+	long long v;
+
+	if (!strcmp(key, "host")) {
+		if (!*value || !copy_str(b->host, sizeof(b->host), value)) {
+			fail(p, p->line, "host: bad host \"%s\"", value);
+			return false;
+		}
+		return true;
+	}
+	if (!strcmp(key, "port"))
+		return check_port(p, value, &b->port);
+	if (!strcmp(key, "priority") || !strcmp(key, "weight")) {
+		bool prio = key[0] == 'p';
+		long long max = prio ? CONFIG_PRIORITY_MAX : CONFIG_WEIGHT_MAX;
+
+		if (!config_parse_int(value, 0, max, &v)) {
+			fail(p, p->line, "%s: bad number \"%s\" (want 0..%lld)", key, value, max);
+			return false;
+		}
+		*(prio ? &b->priority : &b->weight) = (int)v;
+		return true;
+	}
+	fail(p, p->line, "unknown key \"%s\" in [%s] (want host, port, priority, weight)", key,
+	     p->where);
+	return false;
+}
+
+static bool set_user(struct pctx *p, const char *key, const char *value)
+{
+	struct config_user *u = &p->c->users[p->cur];
+
+	if (!strcmp(key, "password")) {
+		if (!copy_str(u->password, sizeof(u->password), value)) {
+			fail(p, p->line, "password: too long (at most %zu characters)",
+			     sizeof(u->password) - 1);
+			return false;
+		}
+		if (!p->password_line)
+			p->password_line = p->line;
+		u->has_password = true;
+		return true;
+	}
+	if (!strcmp(key, "password_hash")) {
+		if (!config_parse_password_hash(value, u->hash_stage2)) {
+			fail(p, p->line,
+			     "password_hash: bad hash (want * and 40 hex digits, as in "
+			     "mysql.user)");
+			return false;
+		}
+		u->has_hash = true;
+		return true;
+	}
+	fail(p, p->line, "unknown key \"%s\" in [%s] (want password, password_hash)", key,
+	     p->where);
+	return false;
+}
+
+static bool note_key(struct pctx *p, const char *key)
+{
+	for (size_t i = 0; i < p->nseen; i++)
+		if (!strcmp(p->seen[i].key, key) && !strcmp(p->seen[i].where, p->where)) {
+			fail(p, p->line, "duplicate key \"%s\" in [%s]", key, p->where);
+			return false;
+		}
+	if (strlen(key) >= sizeof(p->seen[0].key))
+		return true; /* too long to be a known key: reported as unknown */
+	if (!(p->seen = grow(p->seen, p->nseen, sizeof(*p->seen)))) {
+		fail(p, p->line, "out of memory");
+		return false;
+	}
+	snprintf(p->seen[p->nseen].where, sizeof(p->seen[0].where), "%s", p->where);
+	snprintf(p->seen[p->nseen].key, sizeof(p->seen[0].key), "%s", key);
+	p->nseen++;
+	return true;
+}
+
+static int handler(void *user, const char *section, const char *key, const char *value)
+{
+	struct pctx *p = user;
+
+	(void)section; /* the reader tracked it, with its line */
+	if (p->failed)
+		return 1;
+	if (p->sec == SEC_NONE && !p->where[0]) {
+		fail(p, p->line, "key \"%s\" outside any section", key);
+		return 1;
+	}
+	if (p->sec == SEC_NONE) /* an unknown section, already reported */
+		return 1;
+	if (!note_key(p, key))
+		return 1;
+	switch (p->sec) {
+	case SEC_ROUTE:
+		set_route(p, key, value);
+		return 1;
+	case SEC_BACKEND:
+		set_backend(p, key, value);
+		return 1;
+	case SEC_USER:
+		set_user(p, key, value);
+		return 1;
+	default:
+		break;
+	}
+	for (size_t i = 0; i < NELEM(keydefs); i++)
+		if (keydefs[i].sec == p->sec && !strcmp(keydefs[i].key, key)) {
+			set_fixed(p, &keydefs[i], value);
+			return 1;
+		}
+	fail(p, p->line, "unknown key \"%s\" in [%s]", key, p->where);
+	return 1;
+}
+
+/* A line starting a section: note it with its line number (see top). */
+static void scan_section(struct pctx *p, const char *chunk)
+{
+	const char *s = chunk, *e;
+	char name[TOPO_NAME_MAX + 32];
+
+	while (isspace((unsigned char)*s))
+		s++;
+	if (*s != '[')
+		return;
+	e = strchr(s, ']');
+	if (!e) {
+		fail(p, p->line, "section header without ']'");
+		return;
+	}
+	if ((size_t)(e - s - 1) >= sizeof(name)) {
+		fail(p, p->line, "section name too long");
+		return;
+	}
+	memcpy(name, s + 1, (size_t)(e - s - 1));
+	name[e - s - 1] = '\0';
+	begin_section(p, trim(name));
+}
+
+static char *reader(char *buf, int num, void *stream)
+{
+	struct pctx *p = stream;
+	size_t n;
+
+	if (!fgets(buf, num, p->f))
+		return NULL;
+	n = strlen(buf);
+	if (p->at_bol) {
+		p->line++;
+		scan_section(p, buf);
+	}
+	p->at_bol = n > 0 && buf[n - 1] == '\n';
+	return buf;
+}
+
+static void set_defaults(struct config *c)
+{
+	strcpy(c->admin_socket, "/run/mysteer/admin.sock");
+	strcpy(c->state_file, "/var/lib/mysteer/state");
+	strcpy(c->bpffs_dir, "/sys/fs/bpf/mysteer");
+	c->log_level = CFG_LOG_INFO;
+	c->keep_on_exit = false;
+
+	c->interval_ms = 200;
+	c->timeout_ms = 500;
+	c->fall = 2;
+	c->rise = 2;
+	strcpy(c->probe_user, "mysteer");
+	strcpy(c->probe_password, "mysteer");
+	c->max_replication_lag_s = 10;
+	c->writer_policy = WRITER_POLICY_READ_ONLY;
+	c->trust_routine_characteristics = false;
+
+	parse_ip("127.0.0.1", &c->vips[0]);
+	parse_ip("::1", &c->vips[1]);
+	c->nvips = 2;
+	strcpy(c->cgroup, "auto");
+	c->lookup = true;
+	c->local_handoff = true;
+	c->reader_policy = READER_POLICY_RANDOM;
+	c->close_on_demote = true;
+	strcpy(c->relay_address, "127.0.0.1");
+
+	c->workers = 0;
+	c->max_client_connections = 10000;
+	c->handshake_timeout_ms = 5000;
+	c->max_packet_size = 1073741824;
+	c->read_your_writes = RYW_GTID;
+	c->read_your_writes_ms = 1000;
+	c->pool_max_per_backend = 200;
+	c->pool_min_idle = 4;
+	c->pool_idle_timeout_ms = 60000;
+}
+
+static bool default_routes(struct config *c)
+{
+	static const struct config_route defs[] = {
+	    {"rw", 6446, ROUTE_WRITER, 0},
+	    {"ro", 6447, ROUTE_READER, 0},
+	    {"split", 6450, ROUTE_SPLIT, 0},
+	};
+
+	c->routes = calloc(NELEM(defs), sizeof(*c->routes));
+	if (!c->routes)
+		return false;
+	memcpy(c->routes, defs, sizeof(defs));
+	c->nroutes = NELEM(defs);
+	return true;
+}
+
+/* Two hosts name one address: same text, or the same IP written differently. */
+static bool same_host(const char *a, const char *b)
+{
+	struct sockaddr_storage x, y;
+
+	if (!strcasecmp(a, b))
+		return true;
+	if (!parse_ip(a, &x) || !parse_ip(b, &y) || x.ss_family != y.ss_family)
+		return false;
+	if (x.ss_family == AF_INET)
+		return ((struct sockaddr_in *)&x)->sin_addr.s_addr ==
+		       ((struct sockaddr_in *)&y)->sin_addr.s_addr;
+	return !memcmp(&((struct sockaddr_in6 *)&x)->sin6_addr,
+	               &((struct sockaddr_in6 *)&y)->sin6_addr, sizeof(struct in6_addr));
+}
+
+/* Whole-file checks, after the last line. */
+static void check_all(struct pctx *p)
+{
+	struct config *c = p->c;
+
+	for (size_t i = 0; i < c->nbackends; i++)
+		if (!c->backends[i].host[0])
+			fail(p, c->backends[i].line, "backend \"%s\": no host",
+			     c->backends[i].name);
+	for (size_t i = 0; i < c->nroutes; i++) {
+		if (!c->routes[i].port)
+			fail(p, c->routes[i].line, "route \"%s\": no port", c->routes[i].name);
+		for (size_t j = 0; j < i; j++)
+			if (c->routes[i].port == c->routes[j].port)
+				fail(p, c->routes[i].line,
+				     "route \"%s\": port %u already used by route \"%s\" (line %d)",
+				     c->routes[i].name, c->routes[i].port, c->routes[j].name,
+				     c->routes[j].line);
+	}
+	for (size_t i = 0; i < c->nusers; i++) {
+		struct config_user *u = &c->users[i];
+
+		if (u->has_password && u->has_hash)
+			fail(p, p->user_lines[i],
+			     "user \"%s\": give password or password_hash, not both", u->name);
+		else if (!u->has_password && !u->has_hash)
+			fail(p, p->user_lines[i], "user \"%s\": no password or password_hash",
+			     u->name);
+		else if (u->has_password) {
+			config_hash_password(u->password, u->hash_stage2);
+			u->has_hash = true;
+		}
+	}
+	if (!c->nbackends)
+		fail(p, p->line ? p->line : 1, "no backend (add a [backend:NAME] section)");
+}
+
+static void warn_all(struct pctx *p, int fd)
+{
+	struct config *c = p->c;
+	struct stat st;
+
+	for (size_t i = 0; i < c->nbackends; i++)
+		for (size_t j = 0; j < i; j++)
+			if (c->backends[i].port == c->backends[j].port &&
+			    same_host(c->backends[i].host, c->backends[j].host)) {
+				log_warn(
+				    "%s:%d: backends \"%s\" and \"%s\" are at one address %s:%u",
+				    c->path, c->backends[i].line, c->backends[j].name,
+				    c->backends[i].name, c->backends[i].host, c->backends[i].port);
+				break;
+			}
+	if (p->password_line && fstat(fd, &st) == 0 && (st.st_mode & (S_IRGRP | S_IROTH)))
+		log_warn("%s:%d: file holds a password and is readable by %s (chmod 600 it)",
+		         c->path, p->password_line,
+		         (st.st_mode & S_IROTH) ? "others" : "its group");
+}
+
+struct config *config_load(const char *path, char *err, size_t errlen)
+{
+	struct pctx p = {.err = err, .errlen = errlen, .at_bol = true};
+	struct config *c;
+	int rc;
+
+	if (errlen)
+		err[0] = '\0';
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return NULL;
+	}
+	p.c = c;
+	snprintf(c->path, sizeof(c->path), "%s", path);
+	set_defaults(c);
+
+	p.f = fopen(path, "re");
+	if (!p.f) {
+		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		free(c);
+		return NULL;
+	}
+	/* Debian's libinih makes these runtime switches. Continuation lines
+	 * would turn an indented "port = 1" into part of the key above it. */
+	ini_allow_multiline = false;
+	ini_allow_inline_comments = true;
+	ini_use_stack = false;
+	ini_allow_realloc = true;
+	ini_initial_alloc = 256;
+	ini_max_line = 16384;
+
+	rc = ini_parse_stream(reader, &p, handler, &p);
+	if (rc > 0)
+		fail(&p, rc, "syntax error (want KEY = VALUE, [SECTION] or a ; comment)");
+	else if (rc < 0)
+		fail(&p, p.line, "read error");
+	if (!p.failed && !p.route_given && !default_routes(c))
+		fail(&p, p.line, "out of memory");
+	if (!p.failed)
+		check_all(&p);
+	if (!p.failed)
+		warn_all(&p, fileno(p.f));
+	fclose(p.f);
+	free(p.seen);
+	free(p.user_lines);
+	if (p.failed) {
+		config_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void config_free(struct config *c)
+{
+	if (!c)
+		return;
+	free(c->routes);
+	free(c->backends);
+	if (c->users)
+		explicit_bzero(c->users, c->nusers * sizeof(*c->users));
+	free(c->users);
+	explicit_bzero(c->probe_password, sizeof(c->probe_password));
+	free(c);
+}
+
+const struct config_backend *config_find_backend(const struct config *c, const char *name)
+{
+	for (size_t i = 0; i < c->nbackends; i++)
+		if (!strcmp(c->backends[i].name, name))
+			return &c->backends[i];
+	return NULL;
+}
+
+const struct config_user *config_find_user(const struct config *c, const char *name)
+{
+	for (size_t i = 0; i < c->nusers; i++)
+		if (!strcmp(c->users[i].name, name))
+			return &c->users[i];
+	return NULL;
+}
+
+const struct config_route *config_find_route(const struct config *c, const char *name)
+{
+	for (size_t i = 0; i < c->nroutes; i++)
+		if (!strcmp(c->routes[i].name, name))
+			return &c->routes[i];
+	return NULL;
+}
