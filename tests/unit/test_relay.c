@@ -1,0 +1,282 @@
+/*
+ * test_relay.c - the relay moves large streams intact in both directions,
+ * propagates half-close, applies backpressure, and relays through its
+ * per-backend listeners, in both data path modes.
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "relay/relay.h"
+
+static int modes[] = {RELAY_COPY, RELAY_SPLICE};
+
+static int listen_lo(struct sockaddr_in *sa)
+{
+	socklen_t len = sizeof(*sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	ck_assert_int_ge(fd, 0);
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)sa, sizeof(*sa)), 0);
+	ck_assert_int_eq(listen(fd, 16), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)sa, &len), 0);
+	return fd;
+}
+
+/* A connected TCP pair over loopback: *a connects, *b is accepted. */
+static void tcp_pair(int *a, int *b)
+{
+	struct sockaddr_in sa;
+	int l = listen_lo(&sa);
+
+	*a = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_eq(connect(*a, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	*b = accept(l, NULL, NULL);
+	ck_assert_int_ge(*b, 0);
+	close(l);
+}
+
+static unsigned char pattern(size_t i)
+{
+	return (unsigned char)((i * 2654435761u) >> 13);
+}
+
+struct writer_arg {
+	int fd;
+	size_t total;
+	bool shut;
+};
+
+static void *writer(void *p)
+{
+	struct writer_arg *w = p;
+	unsigned char buf[65536];
+	size_t sent = 0;
+
+	while (sent < w->total) {
+		size_t n = w->total - sent < sizeof(buf) ? w->total - sent : sizeof(buf);
+		for (size_t i = 0; i < n; i++)
+			buf[i] = pattern(sent + i);
+		ssize_t k = write(w->fd, buf, n);
+		if (k <= 0)
+			return (void *)1;
+		sent += k;
+	}
+	if (w->shut)
+		shutdown(w->fd, SHUT_WR);
+	return NULL;
+}
+
+/* Reads to EOF, checking the pattern; returns bytes read or -1 on mismatch. */
+static ssize_t read_check(int fd)
+{
+	unsigned char buf[65536];
+	size_t got = 0;
+
+	for (;;) {
+		ssize_t k = read(fd, buf, sizeof(buf));
+		if (k < 0)
+			return -1;
+		if (k == 0)
+			return got;
+		for (ssize_t i = 0; i < k; i++)
+			if (buf[i] != pattern(got + i))
+				return -1;
+		got += k;
+	}
+}
+
+struct reader_arg {
+	int fd;
+	ssize_t got;
+};
+
+static void *reader(void *p)
+{
+	struct reader_arg *a = p;
+
+	a->got = read_check(a->fd);
+	return NULL;
+}
+
+START_TEST(stream_both_ways_with_half_close)
+{
+	char err[128];
+	struct relay *r = relay_new(modes[_i], err, sizeof(err));
+	ck_assert_msg(r != NULL, "%s", err);
+	int cli, rc_cli, rc_srv, srv;
+	tcp_pair(&cli, &rc_cli);
+	tcp_pair(&rc_srv, &srv);
+	ck_assert_int_eq(relay_add_pair(r, rc_cli, rc_srv), 0);
+
+	const size_t up = 24u << 20, down = 40u << 20;
+	struct writer_arg wc = {cli, up, true}, ws = {srv, down, false};
+	pthread_t tc, ts;
+	pthread_create(&tc, NULL, writer, &wc);
+	pthread_create(&ts, NULL, writer, &ws);
+	/* The client reads the download concurrently; the server gets the
+	 * whole upload and then EOF (the client's half-close) while its own
+	 * download is still flowing. */
+	pthread_t tr;
+	struct reader_arg rd = {cli, -2};
+	pthread_create(&tr, NULL, reader, &rd);
+	ck_assert_int_eq(read_check(srv), (ssize_t)up);
+	void *res;
+	pthread_join(ts, &res);
+	ck_assert_ptr_null(res);
+	/* After the server answered it closes; the client sees all, then EOF. */
+	shutdown(srv, SHUT_WR);
+	pthread_join(tr, NULL);
+	ck_assert_int_eq(rd.got, (ssize_t)down);
+	pthread_join(tc, &res);
+	ck_assert_ptr_null(res);
+
+	struct relay_stats st;
+	for (int i = 0; i < 100; i++) {
+		relay_get_stats(r, &st);
+		if (st.active == 0)
+			break;
+		usleep(10000);
+	}
+	ck_assert_uint_eq(st.active, 0);
+	ck_assert_uint_eq(st.bytes_up, up);
+	ck_assert_uint_eq(st.bytes_down, down);
+	close(cli);
+	close(srv);
+	relay_free(r);
+}
+END_TEST
+
+START_TEST(backpressure_bounds_buffering)
+{
+	char err[128];
+	struct relay *r = relay_new(modes[_i], err, sizeof(err));
+	ck_assert_msg(r != NULL, "%s", err);
+	int cli, rc_cli, rc_srv, srv;
+	tcp_pair(&cli, &rc_cli);
+	tcp_pair(&rc_srv, &srv);
+	ck_assert_int_eq(relay_add_pair(r, rc_cli, rc_srv), 0);
+
+	/* The server does not read: the client must block, not the relay
+	 * buffering all of it. */
+	const size_t total = 256u << 20;
+	struct writer_arg wc = {cli, total, true};
+	pthread_t tc;
+	pthread_create(&tc, NULL, writer, &wc);
+	usleep(500000);
+	struct relay_stats st;
+	relay_get_stats(r, &st);
+	ck_assert_uint_lt(st.bytes_up, 64u << 20);
+	ck_assert_int_eq(read_check(srv), (ssize_t)total);
+	void *res;
+	pthread_join(tc, &res);
+	ck_assert_ptr_null(res);
+	close(cli);
+	close(srv);
+	relay_free(r);
+}
+END_TEST
+
+START_TEST(listener_relays_to_backend)
+{
+	char err[128];
+	struct relay *r = relay_new(modes[_i], err, sizeof(err));
+	ck_assert_msg(r != NULL, "%s", err);
+	struct sockaddr_in be;
+	int bl = listen_lo(&be);
+	int lfd = relay_set_backend(r, 7, "127.0.0.1", (struct sockaddr *)&be, sizeof(be));
+	ck_assert_int_ge(lfd, 0);
+	ck_assert_int_eq(relay_listener_fd(r, 7), lfd);
+	ck_assert_int_eq(relay_listener_fd(r, 8), -1);
+
+	struct sockaddr_in la;
+	socklen_t len = sizeof(la);
+	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&la, &len), 0);
+	int c = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_eq(connect(c, (struct sockaddr *)&la, len), 0);
+	int s = accept(bl, NULL, NULL);
+	ck_assert_int_ge(s, 0);
+	/* MySQL speaks first: the greeting goes server -> client. */
+	ck_assert_int_eq(write(s, "hello", 5), 5);
+	char buf[8] = {0};
+	ck_assert_int_eq(read(c, buf, 5), 5);
+	ck_assert_str_eq(buf, "hello");
+	ck_assert_int_eq(write(c, "ping", 4), 4);
+	ck_assert_int_eq(read(s, buf, 4), 4);
+	ck_assert_int_eq(memcmp(buf, "ping", 4), 0);
+	close(s);
+	ck_assert_int_eq(read(c, buf, 1), 0); /* the server's close reaches the client */
+	close(c);
+
+	/* Retargeting keeps the listener; removing closes it. */
+	ck_assert_int_eq(relay_set_backend(r, 7, "127.0.0.1", (struct sockaddr *)&be, sizeof(be)),
+	                 lfd);
+	relay_remove_backend(r, 7);
+	ck_assert_int_eq(relay_listener_fd(r, 7), -1);
+	close(bl);
+	relay_free(r);
+}
+END_TEST
+
+START_TEST(refused_backend_resets_client)
+{
+	char err[128];
+	struct relay *r = relay_new(modes[_i], err, sizeof(err));
+	ck_assert_msg(r != NULL, "%s", err);
+	struct sockaddr_in be;
+	int bl = listen_lo(&be);
+	close(bl); /* nobody listens there now */
+	int lfd = relay_set_backend(r, 1, "127.0.0.1", (struct sockaddr *)&be, sizeof(be));
+	ck_assert_int_ge(lfd, 0);
+	struct sockaddr_in la;
+	socklen_t len = sizeof(la);
+	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&la, &len), 0);
+	int c = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_eq(connect(c, (struct sockaddr *)&la, len), 0);
+	struct pollfd pfd = {.fd = c, .events = POLLIN};
+	ck_assert_int_eq(poll(&pfd, 1, 3000), 1); /* never a hang */
+	char b;
+	ck_assert_int_le(read(c, &b, 1), 0);
+	close(c);
+	relay_free(r);
+}
+END_TEST
+
+START_TEST(mode_names)
+{
+	ck_assert_int_eq(relay_mode_parse("copy"), RELAY_COPY);
+	ck_assert_int_eq(relay_mode_parse("splice"), RELAY_SPLICE);
+	ck_assert_int_eq(relay_mode_parse("nope"), -1);
+	ck_assert_str_eq(relay_mode_name(relay_default_mode()),
+	                 relay_default_mode() == RELAY_COPY ? "copy" : "splice");
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("relay");
+	TCase *tc = tcase_create("relay");
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, stream_both_ways_with_half_close, 0, 2);
+	tcase_add_loop_test(tc, backpressure_bounds_buffering, 0, 2);
+	tcase_add_loop_test(tc, listener_relays_to_backend, 0, 2);
+	tcase_add_loop_test(tc, refused_backend_resets_client, 0, 2);
+	tcase_add_test(tc, mode_names);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,677 @@
+/*
+ * relay.c - the L4 relay thread (see relay.h for the why).
+ *
+ * Everything about a pair lives on the relay thread; other threads only touch
+ * the listener table and the queue of pairs handed in, both under r->mu. Epoll
+ * data tells the three kinds of fd apart by the low bits: a pointer to a
+ * pair's side (aligned, low bits 00), a listener ((id << 2) | 1) and the wake
+ * eventfd (2).
+ */
+#define _GNU_SOURCE
+#include "relay/relay.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "common/log.h"
+
+#define RELAY_BUF    (256 * 1024)
+#define RELAY_PIPE   (1024 * 1024)
+#define RELAY_BUDGET 32 /* pump rounds per event before yielding to others */
+#define TAG_LISTENER 1u
+#define TAG_WAKE     2u
+
+struct pair;
+
+struct side {
+	struct pair *p;
+	int idx;
+};
+
+/* Moves bytes from fd[i] to fd[1 - i] of its pair. */
+struct dir {
+	char *buf; /* copy: data in buf[off, len) */
+	size_t off, len;
+	int pipe[2]; /* splice: inpipe bytes wait in the pipe */
+	size_t inpipe, pipe_size;
+	bool eof;  /* the source sent FIN */
+	bool shut; /* FIN passed on to the destination */
+};
+
+struct pair {
+	int fd[2]; /* 0: client, 1: backend */
+	struct side side[2];
+	struct dir dir[2];
+	bool dead, queued;
+	struct pair *next, *prev; /* all pairs */
+	struct pair *rnext;       /* ready list or free list */
+};
+
+struct listener {
+	uint32_t id;
+	int fd;
+	char bind[64];
+	struct sockaddr_storage dst;
+	socklen_t dstlen;
+};
+
+struct relay {
+	enum relay_mode mode;
+	int ep, wake_fd;
+	pthread_t thread;
+	bool running, stop;
+
+	pthread_mutex_t mu; /* listeners, incoming */
+	struct listener *ls;
+	size_t nls, capls;
+	int (*incoming)[2];
+	size_t nin, capin;
+
+	/* relay thread only */
+	struct pair *pairs;
+	struct pair *ready, *graveyard;
+
+	struct relay_stats st; /* updated with __atomic builtins */
+};
+
+enum relay_mode relay_default_mode(void)
+{
+	return RELAY_SPLICE;
+}
+
+const char *relay_mode_name(enum relay_mode m)
+{
+	return m == RELAY_SPLICE ? "splice" : "copy";
+}
+
+int relay_mode_parse(const char *s)
+{
+	if (!strcmp(s, "copy"))
+		return RELAY_COPY;
+	if (!strcmp(s, "splice"))
+		return RELAY_SPLICE;
+	return -1;
+}
+
+static void stat_add(uint64_t *v, uint64_t n)
+{
+	__atomic_add_fetch(v, n, __ATOMIC_RELAXED);
+}
+
+static void stat_sub(uint64_t *v, uint64_t n)
+{
+	__atomic_sub_fetch(v, n, __ATOMIC_RELAXED);
+}
+
+static void set_nodelay(int fd)
+{
+	int one = 1;
+
+	/* Ping-pong protocols (MySQL) must not wait for Nagle. */
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+static int set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0)
+		return -1;
+	return fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+/* ---- pairs (relay thread) ---- */
+
+static int dir_init(struct relay *r, struct dir *d)
+{
+	d->pipe[0] = d->pipe[1] = -1;
+	if (r->mode == RELAY_COPY) {
+		d->buf = malloc(RELAY_BUF);
+		return d->buf ? 0 : -1;
+	}
+	if (pipe2(d->pipe, O_NONBLOCK | O_CLOEXEC) < 0)
+		return -1;
+	/* A larger pipe means fewer wakeups on bulk transfers; the limit
+	 * (pipe-max-size) may refuse it, then the default is kept. */
+	(void)fcntl(d->pipe[1], F_SETPIPE_SZ, RELAY_PIPE);
+	int sz = fcntl(d->pipe[1], F_GETPIPE_SZ);
+	d->pipe_size = sz > 0 ? (size_t)sz : 65536;
+	return 0;
+}
+
+static void dir_free(struct dir *d)
+{
+	free(d->buf);
+	d->buf = NULL;
+	for (int i = 0; i < 2; i++)
+		if (d->pipe[i] >= 0)
+			close(d->pipe[i]);
+	d->pipe[0] = d->pipe[1] = -1;
+}
+
+static void pair_kill(struct relay *r, struct pair *p, bool reset)
+{
+	if (p->dead)
+		return;
+	p->dead = true;
+	for (int i = 0; i < 2; i++) {
+		if (reset) {
+			/* An error on one side reaches the other as a reset, not
+			 * as a clean end that could pass for a complete reply. */
+			struct linger lg = {.l_onoff = 1, .l_linger = 0};
+			(void)setsockopt(p->fd[i], SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		}
+		epoll_ctl(r->ep, EPOLL_CTL_DEL, p->fd[i], NULL);
+		close(p->fd[i]);
+		dir_free(&p->dir[i]);
+	}
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		r->pairs = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	/* Freed after the current batch of events, which may still name it. */
+	p->rnext = r->graveyard;
+	r->graveyard = p;
+	stat_sub(&r->st.active, 1);
+}
+
+static uint64_t *dir_bytes(struct relay *r, int i)
+{
+	return i == 0 ? &r->st.bytes_up : &r->st.bytes_down;
+}
+
+/* One round of copy mode for direction i. Returns 1 progress, 0 none, -1 error. */
+static int pump_copy(struct relay *r, struct pair *p, int i)
+{
+	struct dir *d = &p->dir[i];
+	int src = p->fd[i], dst = p->fd[1 - i];
+	int progress = 0;
+
+	if (!d->eof && d->len < RELAY_BUF) {
+		ssize_t n = read(src, d->buf + d->len, RELAY_BUF - d->len);
+		if (n > 0) {
+			d->len += n;
+			progress = 1;
+		} else if (n == 0) {
+			d->eof = true;
+			progress = 1;
+		} else if (errno != EAGAIN && errno != EINTR) {
+			return -1;
+		}
+	}
+	if (d->off < d->len) {
+		ssize_t n = send(dst, d->buf + d->off, d->len - d->off, MSG_NOSIGNAL);
+		if (n > 0) {
+			d->off += n;
+			stat_add(dir_bytes(r, i), n);
+			if (d->off == d->len)
+				d->off = d->len = 0;
+			progress = 1;
+		} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			return -1;
+		}
+	}
+	return progress;
+}
+
+static int pump_splice(struct relay *r, struct pair *p, int i)
+{
+	struct dir *d = &p->dir[i];
+	int src = p->fd[i], dst = p->fd[1 - i];
+	unsigned fl = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
+	int progress = 0;
+
+	if (!d->eof && d->inpipe < d->pipe_size) {
+		ssize_t n = splice(src, NULL, d->pipe[1], NULL, d->pipe_size - d->inpipe, fl);
+		if (n > 0) {
+			d->inpipe += n;
+			progress = 1;
+		} else if (n == 0) {
+			d->eof = true;
+			progress = 1;
+		} else if (errno != EAGAIN && errno != EINTR) {
+			return -1;
+		}
+	}
+	if (d->inpipe > 0) {
+		ssize_t n = splice(d->pipe[0], NULL, dst, NULL, d->inpipe, fl);
+		if (n > 0) {
+			d->inpipe -= n;
+			stat_add(dir_bytes(r, i), n);
+			progress = 1;
+		} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			return -1;
+		}
+	}
+	return progress;
+}
+
+static bool dir_drained(const struct dir *d)
+{
+	return d->eof && d->off == d->len && d->inpipe == 0;
+}
+
+/* Pumps both directions until nothing moves (the edge-triggered contract) or
+ * the budget is spent (then the pair goes on the ready list). */
+static void pair_pump(struct relay *r, struct pair *p)
+{
+	for (int round = 0; round < RELAY_BUDGET; round++) {
+		int moved = 0;
+		for (int i = 0; i < 2; i++) {
+			struct dir *d = &p->dir[i];
+			int rc = r->mode == RELAY_COPY ? pump_copy(r, p, i) : pump_splice(r, p, i);
+			if (rc < 0) {
+				pair_kill(r, p, true);
+				return;
+			}
+			moved |= rc;
+			if (dir_drained(d) && !d->shut) {
+				/* Half-close: the peer may still answer. */
+				if (shutdown(p->fd[1 - i], SHUT_WR) < 0 && errno != ENOTCONN) {
+					pair_kill(r, p, true);
+					return;
+				}
+				d->shut = true;
+			}
+		}
+		if (p->dir[0].shut && p->dir[1].shut) {
+			pair_kill(r, p, false);
+			return;
+		}
+		if (!moved)
+			return;
+	}
+	if (!p->queued) {
+		p->queued = true;
+		p->rnext = r->ready;
+		r->ready = p;
+	}
+}
+
+static int pair_start(struct relay *r, int cfd, int bfd)
+{
+	struct pair *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return -1;
+	p->fd[0] = cfd;
+	p->fd[1] = bfd;
+	for (int i = 0; i < 2; i++) {
+		p->side[i].p = p;
+		p->side[i].idx = i;
+		if (dir_init(r, &p->dir[i]) < 0)
+			goto fail;
+	}
+	set_nodelay(cfd);
+	set_nodelay(bfd);
+	if (set_nonblock(cfd) < 0 || set_nonblock(bfd) < 0)
+		goto fail;
+	for (int i = 0; i < 2; i++) {
+		struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+		                         .data.ptr = &p->side[i]};
+		if (epoll_ctl(r->ep, EPOLL_CTL_ADD, p->fd[i], &ev) < 0) {
+			if (i == 1)
+				epoll_ctl(r->ep, EPOLL_CTL_DEL, p->fd[0], NULL);
+			goto fail;
+		}
+	}
+	p->next = r->pairs;
+	if (r->pairs)
+		r->pairs->prev = p;
+	r->pairs = p;
+	stat_add(&r->st.active, 1);
+	return 0;
+fail:
+	dir_free(&p->dir[0]);
+	dir_free(&p->dir[1]);
+	free(p);
+	return -1;
+}
+
+/* ---- listeners ---- */
+
+static struct listener *find_listener(struct relay *r, uint32_t id)
+{
+	for (size_t i = 0; i < r->nls; i++)
+		if (r->ls[i].id == id)
+			return &r->ls[i];
+	return NULL;
+}
+
+static int connect_backend(const struct sockaddr_storage *dst, socklen_t len)
+{
+	int fd = socket(dst->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (const struct sockaddr *)dst, len) < 0 && errno != EINPROGRESS) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+static void accept_on(struct relay *r, uint32_t id)
+{
+	pthread_mutex_lock(&r->mu);
+	struct listener *l = find_listener(r, id);
+	if (!l) {
+		pthread_mutex_unlock(&r->mu);
+		return;
+	}
+	for (;;) {
+		int cfd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (cfd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN)
+				log_warn("relay: accept on backend %u listener: %s", id,
+				         strerror(errno));
+			break;
+		}
+		stat_add(&r->st.accepted, 1);
+		/* A connect that fails later (refused) shows up as an error on
+		 * the first send/recv and resets the client. */
+		int bfd = connect_backend(&l->dst, l->dstlen);
+		if (bfd < 0) {
+			stat_add(&r->st.connect_failed, 1);
+			log_debug("relay: connect to backend %u: %s", id, strerror(errno));
+			close(cfd);
+			continue;
+		}
+		if (pair_start(r, cfd, bfd) < 0) {
+			close(cfd);
+			close(bfd);
+		}
+	}
+	pthread_mutex_unlock(&r->mu);
+}
+
+static int open_listener(const char *bind_addr)
+{
+	struct sockaddr_storage ss = {0};
+	socklen_t len;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+
+	if (inet_pton(AF_INET, bind_addr, &s4->sin_addr) == 1) {
+		s4->sin_family = AF_INET;
+		len = sizeof(*s4);
+	} else if (inet_pton(AF_INET6, bind_addr, &s6->sin6_addr) == 1) {
+		s6->sin6_family = AF_INET6;
+		len = sizeof(*s6);
+	} else {
+		errno = EINVAL;
+		return -1;
+	}
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 4096) < 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+int relay_set_backend(struct relay *r, uint32_t id, const char *bind_addr,
+                      const struct sockaddr *dst, socklen_t dstlen)
+{
+	if (dstlen > sizeof(struct sockaddr_storage) || strlen(bind_addr) >= 64) {
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_mutex_lock(&r->mu);
+	struct listener *l = find_listener(r, id);
+	if (l && strcmp(l->bind, bind_addr) != 0) {
+		epoll_ctl(r->ep, EPOLL_CTL_DEL, l->fd, NULL);
+		close(l->fd);
+		*l = r->ls[--r->nls];
+		l = NULL;
+	}
+	if (!l) {
+		if (r->nls == r->capls) {
+			size_t cap = r->capls ? r->capls * 2 : 8;
+			struct listener *n = realloc(r->ls, cap * sizeof(*n));
+			if (!n)
+				goto fail;
+			r->ls = n;
+			r->capls = cap;
+		}
+		int fd = open_listener(bind_addr);
+		if (fd < 0)
+			goto fail;
+		struct epoll_event ev = {.events = EPOLLIN,
+		                         .data.u64 = ((uint64_t)id << 2) | TAG_LISTENER};
+		if (epoll_ctl(r->ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
+			close(fd);
+			goto fail;
+		}
+		l = &r->ls[r->nls++];
+		memset(l, 0, sizeof(*l));
+		l->id = id;
+		l->fd = fd;
+		snprintf(l->bind, sizeof(l->bind), "%s", bind_addr);
+	}
+	memcpy(&l->dst, dst, dstlen);
+	l->dstlen = dstlen;
+	int fd = l->fd;
+	pthread_mutex_unlock(&r->mu);
+	return fd;
+fail:;
+	int e = errno;
+	pthread_mutex_unlock(&r->mu);
+	errno = e;
+	return -1;
+}
+
+void relay_remove_backend(struct relay *r, uint32_t id)
+{
+	pthread_mutex_lock(&r->mu);
+	struct listener *l = find_listener(r, id);
+	if (l) {
+		epoll_ctl(r->ep, EPOLL_CTL_DEL, l->fd, NULL);
+		close(l->fd);
+		*l = r->ls[--r->nls];
+	}
+	pthread_mutex_unlock(&r->mu);
+}
+
+int relay_listener_fd(struct relay *r, uint32_t id)
+{
+	pthread_mutex_lock(&r->mu);
+	struct listener *l = find_listener(r, id);
+	int fd = l ? l->fd : -1;
+	pthread_mutex_unlock(&r->mu);
+	return fd;
+}
+
+size_t relay_backend_ids(struct relay *r, uint32_t *ids, size_t max)
+{
+	pthread_mutex_lock(&r->mu);
+	size_t n = r->nls;
+	for (size_t i = 0; i < n && i < max; i++)
+		ids[i] = r->ls[i].id;
+	pthread_mutex_unlock(&r->mu);
+	return n;
+}
+
+int relay_add_pair(struct relay *r, int fd_client, int fd_backend)
+{
+	pthread_mutex_lock(&r->mu);
+	if (r->nin == r->capin) {
+		size_t cap = r->capin ? r->capin * 2 : 8;
+		void *n = realloc(r->incoming, cap * sizeof(*r->incoming));
+		if (!n) {
+			pthread_mutex_unlock(&r->mu);
+			return -1;
+		}
+		r->incoming = n;
+		r->capin = cap;
+	}
+	r->incoming[r->nin][0] = fd_client;
+	r->incoming[r->nin][1] = fd_backend;
+	r->nin++;
+	pthread_mutex_unlock(&r->mu);
+	uint64_t one = 1;
+	return write(r->wake_fd, &one, sizeof(one)) == sizeof(one) ? 0 : -1;
+}
+
+void relay_get_stats(struct relay *r, struct relay_stats *s)
+{
+	s->accepted = __atomic_load_n(&r->st.accepted, __ATOMIC_RELAXED);
+	s->active = __atomic_load_n(&r->st.active, __ATOMIC_RELAXED);
+	s->connect_failed = __atomic_load_n(&r->st.connect_failed, __ATOMIC_RELAXED);
+	s->bytes_up = __atomic_load_n(&r->st.bytes_up, __ATOMIC_RELAXED);
+	s->bytes_down = __atomic_load_n(&r->st.bytes_down, __ATOMIC_RELAXED);
+}
+
+/* ---- the thread ---- */
+
+static void take_incoming(struct relay *r)
+{
+	uint64_t v;
+
+	(void)!read(r->wake_fd, &v, sizeof(v));
+	pthread_mutex_lock(&r->mu);
+	for (size_t i = 0; i < r->nin; i++) {
+		if (pair_start(r, r->incoming[i][0], r->incoming[i][1]) < 0) {
+			close(r->incoming[i][0]);
+			close(r->incoming[i][1]);
+		}
+	}
+	r->nin = 0;
+	pthread_mutex_unlock(&r->mu);
+}
+
+static void run_ready(struct relay *r)
+{
+	struct pair *list = r->ready;
+
+	r->ready = NULL;
+	while (list) {
+		struct pair *p = list;
+		list = p->rnext;
+		p->queued = false;
+		if (!p->dead)
+			pair_pump(r, p);
+	}
+}
+
+static void bury(struct relay *r)
+{
+	while (r->graveyard) {
+		struct pair *p = r->graveyard;
+		r->graveyard = p->rnext;
+		free(p);
+	}
+}
+
+static void *relay_thread(void *arg)
+{
+	struct relay *r = arg;
+	struct epoll_event evs[64];
+
+	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+		int n = epoll_wait(r->ep, evs, 64, r->ready ? 0 : 1000);
+		if (n < 0 && errno != EINTR) {
+			log_error("relay: epoll_wait: %s", strerror(errno));
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			uint64_t u = evs[i].data.u64;
+			if ((u & 3) == TAG_WAKE) {
+				take_incoming(r);
+			} else if ((u & 3) == TAG_LISTENER) {
+				accept_on(r, (uint32_t)(u >> 2));
+			} else {
+				struct side *s = evs[i].data.ptr;
+				if (!s->p->dead)
+					pair_pump(r, s->p);
+			}
+		}
+		run_ready(r);
+		bury(r);
+	}
+	return NULL;
+}
+
+struct relay *relay_new(enum relay_mode mode, char *err, size_t errlen)
+{
+	struct relay *r = calloc(1, sizeof(*r));
+
+	if (!r) {
+		snprintf(err, errlen, "relay: out of memory");
+		return NULL;
+	}
+	r->mode = mode;
+	r->ep = -1;
+	r->wake_fd = -1;
+	pthread_mutex_init(&r->mu, NULL);
+	r->ep = epoll_create1(EPOLL_CLOEXEC);
+	r->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (r->ep < 0 || r->wake_fd < 0) {
+		snprintf(err, errlen, "relay: epoll/eventfd: %s", strerror(errno));
+		goto fail;
+	}
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = TAG_WAKE};
+	if (epoll_ctl(r->ep, EPOLL_CTL_ADD, r->wake_fd, &ev) < 0) {
+		snprintf(err, errlen, "relay: epoll_ctl: %s", strerror(errno));
+		goto fail;
+	}
+	int rc = pthread_create(&r->thread, NULL, relay_thread, r);
+	if (rc) {
+		snprintf(err, errlen, "relay: thread: %s", strerror(rc));
+		goto fail;
+	}
+	r->running = true;
+	return r;
+fail:
+	relay_free(r);
+	return NULL;
+}
+
+void relay_free(struct relay *r)
+{
+	if (!r)
+		return;
+	if (r->running) {
+		uint64_t one = 1;
+		__atomic_store_n(&r->stop, true, __ATOMIC_RELEASE);
+		(void)!write(r->wake_fd, &one, sizeof(one));
+		pthread_join(r->thread, NULL);
+	}
+	while (r->pairs)
+		pair_kill(r, r->pairs, false);
+	bury(r);
+	for (size_t i = 0; i < r->nls; i++)
+		close(r->ls[i].fd);
+	for (size_t i = 0; i < r->nin; i++) {
+		close(r->incoming[i][0]);
+		close(r->incoming[i][1]);
+	}
+	free(r->ls);
+	free(r->incoming);
+	if (r->ep >= 0)
+		close(r->ep);
+	if (r->wake_fd >= 0)
+		close(r->wake_fd);
+	pthread_mutex_destroy(&r->mu);
+	free(r);
+}

@@ -1,0 +1,72 @@
+/*
+ * relay.h - the L4 relay of mysteerd: moves bytes between a client accepted
+ * on a per-backend relay listener and a fresh connection to that backend.
+ *
+ * One listener per backend (bound to relay_address:ephemeral) so that the
+ * choice of backend is made in the kernel (sk_lookup assigns the connection
+ * to the listener's socket through the SOCKMAP) and the relay never parses
+ * anything. The relay runs on a thread of its own so a slow or huge transfer
+ * never blocks the controller loop.
+ *
+ * Data path: non-blocking sockets on one epoll (edge triggered), a bounded
+ * buffer (or pipe) per direction, so a side is read only while the other side
+ * drains (backpressure); EOF on one side is propagated as shutdown(SHUT_WR)
+ * of the other (half-close); the pair is closed when both directions ended
+ * or on any error.
+ */
+#ifndef MYSTEER_RELAY_H
+#define MYSTEER_RELAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+enum relay_mode {
+	RELAY_COPY = 0, /* read(2)/write(2) through a user buffer */
+	RELAY_SPLICE,   /* splice(2) through a pipe per direction */
+};
+
+struct relay_stats {
+	uint64_t accepted;       /* connections accepted on the listeners */
+	uint64_t active;         /* pairs open now */
+	uint64_t connect_failed; /* backend connections that failed */
+	uint64_t bytes_up;       /* client -> backend */
+	uint64_t bytes_down;     /* backend -> client */
+};
+
+struct relay;
+
+/* The default data path: the fastest measured in docs/BENCHMARKS.md. */
+enum relay_mode relay_default_mode(void);
+const char *relay_mode_name(enum relay_mode m);
+/* "copy" | "splice"; -1 when unknown. */
+int relay_mode_parse(const char *s);
+
+/* Creates the relay and starts its thread. NULL with a reason in err. */
+struct relay *relay_new(enum relay_mode mode, char *err, size_t errlen);
+/* Stops the thread, closes every listener and every pair. */
+void relay_free(struct relay *r);
+
+/*
+ * Makes sure backend id has a listener bound to bind_addr (numeric IPv4 or
+ * IPv6) on an ephemeral port and relays to dst. Calling it again with another
+ * dst retargets new connections only. Returns the listening socket (owned by
+ * the relay; the caller may put it into a SOCKMAP), or -1 with errno set.
+ */
+int relay_set_backend(struct relay *r, uint32_t id, const char *bind_addr,
+                      const struct sockaddr *dst, socklen_t dstlen);
+/* Closes the listener of backend id (pairs in flight continue). */
+void relay_remove_backend(struct relay *r, uint32_t id);
+/* The listener of backend id, -1 when none. */
+int relay_listener_fd(struct relay *r, uint32_t id);
+/* Number of listeners; fills ids[] up to max. */
+size_t relay_backend_ids(struct relay *r, uint32_t *ids, size_t max);
+
+/* Relays between two connected sockets (the relay owns both from now on).
+ * Thread-safe; used by the benchmark and the tests. Returns 0 or -1. */
+int relay_add_pair(struct relay *r, int fd_client, int fd_backend);
+
+void relay_get_stats(struct relay *r, struct relay_stats *s);
+
+#endif
