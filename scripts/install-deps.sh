@@ -13,7 +13,7 @@ PACKAGES=(
 	libmariadb-dev-compat libmariadb-dev mariadb-server mariadb-client
 	check
 	iproute2 util-linux procps
-	sysbench haproxy gnuplot-nox
+	sysbench haproxy gnuplot-nox gawk
 	valgrind
 )
 

@@ -12,6 +12,11 @@
  *   connrate conns=N errors=E secs=S rate=R p50_us=X p99_us=Y
  * Exit status: 0 when at least one connection succeeded and errors stayed
  * under 1%, 1 otherwise, 2 on usage errors.
+ *
+ * With -i N it instead opens N connections and keeps them idle until stdin
+ * reaches EOF (or the process is killed), printing `idle open=N errors=E`
+ * once all are open: the bench reads the router's RSS meanwhile, since the
+ * cost of an idle client is memory, not CPU.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -33,6 +38,7 @@ struct opts {
 	int threads;
 	double seconds; /* deadline; 0 = until `total` is reached */
 	int verbose;
+	long idle; /* -i: connections to open and hold */
 };
 
 struct worker {
@@ -181,7 +187,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	                   .total = 0,
 	                   .threads = 4,
 	                   .seconds = 0};
-	while ((c = getopt(argc, argv, "h:P:u:p:n:t:s:v")) != -1) {
+	while ((c = getopt(argc, argv, "h:P:u:p:n:t:s:vi:")) != -1) {
 		switch (c) {
 		case 'h':
 			o->host = optarg;
@@ -213,13 +219,55 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		}
 	}
 	if (optind != argc || o->threads < 1 || o->threads > 1024 || o->port == 0 ||
-	    o->port > 65535 || o->total < 0 || o->seconds < 0) {
+	    o->port > 65535 || o->total < 0 || o->seconds < 0 || o->idle < 0) {
 		usage(stderr);
 		return -1;
 	}
 	if (o->total == 0 && o->seconds == 0)
 		o->total = 2000;
 	return 0;
+}
+
+/*
+ * Opens o->idle connections one after another (the rate does not matter here)
+ * and holds them until stdin closes. Returns the exit status.
+ */
+static int hold_idle(const struct opts *o)
+{
+	MYSQL **conns = calloc((size_t)o->idle, sizeof(*conns));
+	long open = 0, errors = 0;
+	char buf[64];
+	unsigned int timeout = 30;
+
+	if (!conns) {
+		fprintf(stderr, "connrate: out of memory\n");
+		return 1;
+	}
+	for (long i = 0; i < o->idle; i++) {
+		MYSQL *m = mysql_init(NULL);
+
+		if (!m) {
+			errors++;
+			continue;
+		}
+		mysql_options(m, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
+		if (!mysql_real_connect(m, o->host, o->user, o->password, NULL, o->port, NULL, 0)) {
+			if (errors++ == 0)
+				fprintf(stderr, "connrate: idle connect: %u %s\n", mysql_errno(m),
+				        mysql_error(m));
+			mysql_close(m);
+			continue;
+		}
+		conns[open++] = m;
+	}
+	printf("idle open=%ld errors=%ld\n", open, errors);
+	fflush(stdout);
+	while (fgets(buf, sizeof(buf), stdin))
+		;
+	for (long i = 0; i < open; i++)
+		mysql_close(conns[i]);
+	free(conns);
+	return open == o->idle ? 0 : 1;
 }
 
 /* Joins the per-thread latency arrays into one sorted array. */
@@ -257,6 +305,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "connrate: mysql_library_init failed\n");
 		return 1;
 	}
+	if (o.idle > 0)
+		return hold_idle(&o);
 	w = calloc((size_t)o.threads, sizeof(*w));
 	if (!w) {
 		fprintf(stderr, "connrate: out of memory\n");

@@ -1,0 +1,641 @@
+#!/usr/bin/env bash
+# bench.sh - `make bench`: what each way of reaching the servers costs, side by
+# side in one run, against the same servers.
+#
+# Paths: direct (client -> server port), haproxy (Debian's HAProxy 2.6, TCP
+# mode, the L4 balancer people use today) and every mysteer path that exists
+# when the bench runs: steer (cgroup connect4), lookup (sk_lookup local
+# handoff), relay (sk_lookup to mysteerd's relay, local_handoff = off) and
+# proxy (the 6450 protocol proxy). A path whose mysteerd part does not work is
+# reported "not built", never measured through something else.
+#
+# Everything runs in a network and mount namespace of its own (servers,
+# routers, clients), so fixed ports never clash with other sandboxes; all that
+# it starts is stopped by PID on exit, also on failure and Ctrl-C.
+#
+# Method: warm-up, then R rounds; in each round every workload runs on every
+# path in turn (A B C A B C ...), so drift hits all paths alike. Reported:
+# medians, min-max, and each path's ratio to `direct` of the same round.
+#
+# Output: bench/results/<date>.csv (raw), the generated section of
+# docs/BENCHMARKS.md and docs/bench-{qps,latency}.png. BENCH_QUICK=1 (CI) is a
+# short smoke run and writes only under $BUILD/bench, never over the
+# committed full-run docs. Exit status is non-zero only when the harness
+# itself fails; a missed performance target is a MISS row, not a failure.
+#
+# Environment: BUILD (build dir, default build), BENCH_QUICK=1, BENCH_ROUNDS,
+# BENCH_TIME (seconds per sysbench run), BENCH_KEEP=1 (keep the scratch dir),
+# BENCH_OUT (where the quick run writes).
+set -uo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD=${BUILD:-build}
+case "$BUILD" in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+QUICK=${BENCH_QUICK:-0}
+
+die() {
+	echo "bench: $*" >&2
+	exit 1
+}
+say() { echo "bench: $*" >&2; }
+
+# Re-run inside a private network + mount namespace: fixed ports (3306...,
+# 6446, 16446) are ours there, and the bpffs we mount disappears with it.
+if [ -z "${BENCH_INNER:-}" ]; then
+	[ "$(id -u)" -eq 0 ] || die "must run as root (namespaces, cgroups, eBPF)"
+	export BENCH_INNER=1 BUILD
+	exec unshare --net --mount --propagation private -- "$0" "$@"
+fi
+
+START_TS=$(date +%s)
+STAMP=$(date -u +%Y-%m-%dT%H%M%SZ)
+SCRATCH=$(mktemp -d /tmp/mysteer-bench.XXXXXX) || die "mktemp failed"
+export SANDBOX_DIR=$SCRATCH/sandbox
+export SANDBOX_BASE_PORT=3306
+WRITER=3306
+RELAY_NS=mysteer-bench-relay-$$
+CGROUP=""
+PIDS=()
+
+if [ "$QUICK" = 1 ]; then
+	ROUNDS=${BENCH_ROUNDS:-1}
+	TIME=${BENCH_TIME:-2}
+	CONN_TIME=1
+	TABLES=2 ROWS=2000
+	WORKLOADS="ps8 ps1 conn4"
+	OUT=${BENCH_OUT:-$BUILD/bench}
+	IDLE_CONNS=1000
+else
+	ROUNDS=${BENCH_ROUNDS:-3}
+	TIME=${BENCH_TIME:-4}
+	CONN_TIME=3
+	TABLES=4 ROWS=10000
+	WORKLOADS="ps8 ro8 ps1 conn4 rw8"
+	OUT=""
+	IDLE_CONNS=10000
+fi
+CSV=$SCRATCH/raw.csv
+
+# ---------------------------------------------------------------- cleanup
+
+stop_pid() { # pid: TERM, then KILL after 5 s
+	local pid=$1 i
+	kill -0 "$pid" 2>/dev/null || return 0
+	kill -TERM "$pid" 2>/dev/null
+	for i in $(seq 1 50); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	return 0
+}
+
+cleanup() {
+	local rc=$? i
+	trap - EXIT INT TERM
+	for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do stop_pid "${PIDS[$i]}"; done
+	"$ROOT/scripts/sandbox.sh" down >/dev/null 2>&1 || say "sandbox down failed ($SANDBOX_DIR)"
+	if [ -n "$CGROUP" ] && [ -d "$CGROUP" ]; then
+		rmdir "$CGROUP" 2>/dev/null || say "could not remove cgroup $CGROUP"
+	fi
+	ip netns del "$RELAY_NS" 2>/dev/null
+	if [ "${BENCH_KEEP:-0}" = 1 ]; then
+		say "scratch kept: $SCRATCH"
+	else
+		rm -rf "$SCRATCH"
+	fi
+	exit $rc
+}
+trap cleanup EXIT
+trap 'say interrupted; exit 130' INT TERM
+
+# ---------------------------------------------------------------- helpers
+
+csv() { # round path workload threads metric value
+	echo "$1,$2,$3,$4,$5,$6" >>"$CSV"
+}
+
+meta() { # key value
+	echo "# $1=$2" >>"$CSV"
+}
+
+sql_root() { # port query
+	mariadb --no-defaults -uroot -S "$SANDBOX_DIR/$1/mysqld.sock" -N -B -e "$2"
+}
+
+# Runs a command as a client of a path: in the steered cgroup, in the relay
+# namespace, or plainly.
+client() { # path cmd...
+	local path=$1
+	shift
+	case "$path" in
+	steer) (echo "$BASHPID" >"$CGROUP/cgroup.procs" && exec "$@") ;;
+	relay) ip netns exec "$RELAY_NS" "$@" ;;
+	*) "$@" ;;
+	esac
+}
+
+path_port() { # path -> the rw port a client of that path connects to
+	case "$1" in
+	direct) echo $WRITER ;;
+	haproxy) echo 16446 ;;
+	steer | lookup | relay) echo 6446 ;;
+	proxy) echo 6450 ;;
+	esac
+}
+
+ask() { # path port query -> first column of the answer
+	client "$1" mariadb --no-defaults -h127.0.0.1 -P"$2" -uapp -papp -N -B \
+		--connect-timeout=3 -e "$3" 2>/dev/null
+}
+
+wait_port() { # port [ns-path]: until something accepts TCP on 127.0.0.1:port
+	local i
+	for i in $(seq 1 100); do
+		client "${2:-direct}" bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# Replicas must have applied everything before a read is timed, or their SQL
+# threads compete with the measurement for the same two cores.
+catch_up() {
+	local pos p
+	pos=$(sql_root $WRITER "SELECT @@gtid_binlog_pos") || return 1
+	[ -n "$pos" ] || return 0
+	for p in 3307 3308; do
+		sql_root $p "SELECT MASTER_GTID_WAIT('$pos', 60)" >/dev/null || return 1
+	done
+}
+
+# ---------------------------------------------------------------- setup
+
+setup_netns() {
+	ip link set lo up || die "cannot bring up lo"
+	# Connect storms leave sockets in TIME_WAIT; these sysctls belong to our
+	# namespace only. Ephemeral ports stay above every fixed port we use.
+	sysctl -qw net.ipv4.ip_local_port_range="20000 65000" || true
+	sysctl -qw net.ipv4.tcp_tw_reuse=1 || true
+	ulimit -n 65536 2>/dev/null || ulimit -n 20000 2>/dev/null || true
+}
+
+setup_sandbox() {
+	say "starting the sandbox servers ($SANDBOX_DIR)"
+	"$ROOT/scripts/sandbox.sh" up || die "sandbox.sh up failed"
+	say "preparing sysbench tables ($TABLES x $ROWS rows)"
+	sysbench oltp_common --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port=$WRITER \
+		--mysql-user=app --mysql-password=app --mysql-db=sbtest --tables=$TABLES \
+		--table-size=$ROWS --threads=$TABLES prepare >"$SCRATCH/prepare.log" 2>&1 ||
+		{ tail -n 20 "$SCRATCH/prepare.log" >&2; die "sysbench prepare failed"; }
+	catch_up || die "replicas did not catch up after prepare"
+}
+
+setup_haproxy() {
+	local cfg=$SCRATCH/haproxy.cfg
+	cat >"$cfg" <<-EOF
+		# generated by scripts/bench.sh: the L4 baseline, TCP mode
+		global
+		    maxconn 9000
+		    nbthread 2
+		defaults
+		    mode tcp
+		    timeout connect 5s
+		    timeout client 1h
+		    timeout server 1h
+		    option dontlognull
+		frontend rw
+		    bind 127.0.0.1:16446
+		    default_backend writer
+		frontend ro
+		    bind 127.0.0.1:16447
+		    default_backend readers
+		backend writer
+		    option mysql-check user haproxy post-41
+		    server db1 127.0.0.1:3306 check inter 1s
+		backend readers
+		    balance roundrobin
+		    option mysql-check user haproxy post-41
+		    server db2 127.0.0.1:3307 check inter 1s
+		    server db3 127.0.0.1:3308 check inter 1s
+	EOF
+	haproxy -c -q -f "$cfg" || die "haproxy rejected its config ($cfg)"
+	haproxy -db -f "$cfg" >"$SCRATCH/haproxy.log" 2>&1 &
+	PIDS+=($!)
+	wait_port 16446 || die "haproxy does not listen (log: $SCRATCH/haproxy.log)"
+}
+
+write_daemon_conf() { # file dir cgroup local_handoff backend_host
+	cat >"$1" <<-EOF
+		# generated by scripts/bench.sh
+		[mysteerd]
+		admin_socket = $2/admin.sock
+		state_file = $2/state
+		bpffs_dir = /sys/fs/bpf/$(basename "$2")
+		log_level = warn
+		[probe]
+		interval_ms = 200
+		user = mysteer
+		password = mysteer
+		[steer]
+		vip = 127.0.0.1
+		cgroup = $3
+		lookup = on
+		local_handoff = $4
+		[route:rw]
+		port = 6446
+		role = writer
+		[route:ro]
+		port = 6447
+		role = reader
+		[route:split]
+		port = 6450
+		role = split
+		[backend:db1]
+		host = $5
+		port = 3306
+		priority = 100
+		[backend:db2]
+		host = $5
+		port = 3307
+		priority = 200
+		[backend:db3]
+		host = $5
+		port = 3308
+		priority = 300
+		[user:app]
+		password = app
+	EOF
+}
+
+# Waits until mysteerd reports a writer (the maps are then published).
+wait_writer() { # dir [netns]
+	local i out
+	for i in $(seq 1 50); do
+		if [ -n "${2:-}" ]; then
+			out=$(ip netns exec "$2" "$BUILD/mysteerctl" --socket "$1/admin.sock" --json status 2>/dev/null)
+		else
+			out=$("$BUILD/mysteerctl" --socket "$1/admin.sock" --json status 2>/dev/null)
+		fi
+		grep -q '"writer": *"db1"' <<<"$out" && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
+MAIN_DAEMON=0
+RELAY_DAEMON=0
+
+setup_mysteerd() {
+	local d=$SCRATCH/mysteerd
+	if [ ! -x "$BUILD/mysteerd" ] || [ ! -x "$BUILD/mysteerctl" ]; then
+		say "mysteerd/mysteerctl not built: mysteer paths are reported not built"
+		return 0
+	fi
+	mkdir -p /sys/fs/bpf
+	mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf || {
+		say "cannot mount bpffs"
+		return 0
+	}
+	local cg2
+	cg2=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
+	if [ -n "$cg2" ]; then
+		CGROUP=$cg2/mysteer-bench-$$
+		mkdir "$CGROUP" || CGROUP=""
+	fi
+	mkdir -p "$d"
+	write_daemon_conf "$d/mysteer.conf" "$d" "$CGROUP" on 127.0.0.1
+	"$BUILD/mysteerd" -c "$d/mysteer.conf" -f >"$d/log" 2>&1 &
+	PIDS+=($!)
+	if wait_writer "$d"; then
+		MAIN_DAEMON=1
+	else
+		say "mysteerd did not report a writer (log: $d/log)"
+	fi
+	setup_relay_daemon
+}
+
+# The relay path needs local_handoff = off and its own sk_lookup, so a second
+# mysteerd runs in a second namespace linked by a veth pair: the servers are
+# remote to it, as a relay's backends are.
+setup_relay_daemon() {
+	local d=$SCRATCH/mysteerd-relay
+	ip netns add "$RELAY_NS" || return 0
+	ip link add mbr0 type veth peer name mbr1 netns "$RELAY_NS" || return 0
+	ip addr add 10.231.0.1/30 dev mbr0 && ip link set mbr0 up || return 0
+	ip netns exec "$RELAY_NS" sh -c 'ip link set lo up && ip addr add 10.231.0.2/30 dev mbr1 &&
+		ip link set mbr1 up && sysctl -qw net.ipv4.ip_local_port_range="20000 65000" &&
+		sysctl -qw net.ipv4.tcp_tw_reuse=1' || return 0
+	mkdir -p "$d"
+	write_daemon_conf "$d/mysteer.conf" "$d" "" off 10.231.0.1
+	ip netns exec "$RELAY_NS" "$BUILD/mysteerd" -c "$d/mysteer.conf" -f >"$d/log" 2>&1 &
+	PIDS+=($!)
+	if wait_writer "$d" "$RELAY_NS"; then
+		RELAY_DAEMON=1
+	else
+		say "relay mysteerd did not report a writer (log: $d/log)"
+	fi
+}
+
+# ---------------------------------------------------------------- path checks
+
+# Counts established sockets whose local port is $1 (the server side of a
+# connection that sk_lookup handed to a listener keeps the service port).
+sockets_on() {
+	ss -tnH state established "( sport = :$1 )" 2>/dev/null | wc -l
+}
+
+# A path is measured only when it demonstrably works the way it claims:
+# the query lands on the writer, and for steer/lookup the kernel (not a
+# proxy or the other program) did it.
+check_path() { # path -> 0 when usable; prints the reason otherwise
+	local path=$1 port got held n
+	port=$(path_port "$path")
+	case "$path" in
+	steer | lookup | proxy) [ $MAIN_DAEMON = 1 ] || { echo "mysteerd not running"; return 1; } ;;
+	relay) [ $RELAY_DAEMON = 1 ] || { echo "relay mysteerd not running"; return 1; } ;;
+	esac
+	[ "$path" = steer ] && [ -z "$CGROUP" ] && { echo "no cgroup"; return 1; }
+	if [ "$path" = proxy ]; then
+		got=$(ask "$path" "$port" "SELECT @@port")
+		case "$got" in 3306 | 3307 | 3308) return 0 ;; esac
+		echo "SELECT @@port through $port gave '${got:-no answer}'"
+		return 1
+	fi
+	# Hold one connection open while looking at the sockets.
+	client "$path" mariadb --no-defaults -h127.0.0.1 -P"$port" -uapp -papp -N -B \
+		--connect-timeout=3 -e "SELECT @@port; SELECT SLEEP(1)" >"$SCRATCH/check.out" 2>&1 &
+	held=$!
+	sleep 0.5
+	n=$(sockets_on "$port")
+	wait $held
+	got=$(head -n 1 "$SCRATCH/check.out")
+	[ "$got" = $WRITER ] || {
+		echo "SELECT @@port through $port gave '${got:-no answer}'"
+		return 1
+	}
+	case "$path" in
+	steer) [ "$n" -eq 0 ] || {
+		echo "connection reached port $port (not rewritten at connect)"
+		return 1
+	} ;;
+	lookup) [ "$n" -gt 0 ] || {
+		echo "server socket is not on port $port (not an sk_lookup handoff)"
+		return 1
+	} ;;
+	esac
+	return 0
+}
+
+# ---------------------------------------------------------------- workloads
+
+# Prints "qps tps avg_ms p99_ms errors" of one sysbench run.
+run_sysbench() { # path test threads seconds [extra args]
+	local path=$1 test=$2 threads=$3 secs=$4 port out
+	shift 4
+	port=$(path_port "$path")
+	out=$(client "$path" sysbench "$test" --db-driver=mysql --mysql-host=127.0.0.1 \
+		--mysql-port="$port" --mysql-user=app --mysql-password=app --mysql-db=sbtest \
+		--tables=$TABLES --table-size=$ROWS --threads="$threads" --time="$secs" \
+		--percentile=99 --report-interval=0 --rand-type=uniform "$@" run 2>&1)
+	local rc=$?
+	echo "$out" >>"$SCRATCH/sysbench.log"
+	[ $rc -eq 0 ] || return 1
+	awk '/queries:/ {gsub(/\(/, "", $3); q = $3}
+	     /transactions:/ {gsub(/\(/, "", $3); t = $3}
+	     /ignored errors:/ {e = $3}
+	     /avg:/ {a = $2}
+	     /99th percentile:/ {p = $3}
+	     END {if (q == "") exit 1; printf "%s %s %s %s %s\n", q, t, a, p, e + 0}' <<<"$out"
+}
+
+# Prints "rate p50_us p99_us errors" of one connrate run.
+run_connrate() { # path threads seconds
+	local out port
+	port=$(path_port "$1")
+	out=$(client "$1" "$BUILD/connrate" -h 127.0.0.1 -P "$port" -t "$2" -s "$3" 2>&1)
+	echo "$out" >>"$SCRATCH/connrate.log"
+	awk '/^connrate / {for (i = 2; i <= NF; i++) {split($i, kv, "="); v[kv[1]] = kv[2]}
+	     printf "%s %s %s %s\n", v["rate"], v["p50_us"], v["p99_us"], v["errors"]; ok = 1}
+	     END {exit !ok}' <<<"$out"
+}
+
+# One measurement: runs workload $2 on path $1, writes CSV rows, prints the
+# progress line. Fails only when the tool itself failed.
+measure() { # path workload round
+	local path=$1 wl=$2 round=$3 r extra=()
+	case "$wl" in
+	ps8 | ps1 | ro8 | rw8)
+		local test threads=8
+		case "$wl" in
+		ps8) test=oltp_point_select ;;
+		ps1) test=oltp_point_select threads=1 ;;
+		ro8) test=oltp_read_only extra=(--skip_trx=on) ;;
+		rw8) test=oltp_read_write ;;
+		esac
+		r=$(run_sysbench "$path" $test $threads "$TIME" "${extra[@]}") || {
+			say "round $round path=$path workload=$wl FAILED (see sysbench.log)"
+			csv "$round" "$path" "$wl" $threads status failed
+			return 1
+		}
+		read -r qps tps avg p99 err <<<"$r"
+		csv "$round" "$path" "$wl" $threads qps "$qps"
+		csv "$round" "$path" "$wl" $threads tps "$tps"
+		csv "$round" "$path" "$wl" $threads lat_avg_ms "$avg"
+		csv "$round" "$path" "$wl" $threads lat_p99_ms "$p99"
+		csv "$round" "$path" "$wl" $threads errors "$err"
+		printf 'bench: round %s %-8s %-5s qps=%-10s avg_ms=%-6s p99_ms=%-6s errors=%s\n' \
+			"$round" "$path" "$wl" "$qps" "$avg" "$p99" "$err"
+		[ "$wl" = rw8 ] && { catch_up || say "replicas slow to catch up"; }
+		;;
+	conn4)
+		r=$(run_connrate "$path" 4 "$CONN_TIME") || {
+			say "round $round path=$path workload=$wl FAILED (see connrate.log)"
+			csv "$round" "$path" "$wl" 4 status failed
+			return 1
+		}
+		read -r rate p50 p99 err <<<"$r"
+		csv "$round" "$path" "$wl" 4 conns_per_s "$rate"
+		csv "$round" "$path" "$wl" 4 conn_p50_us "$p50"
+		csv "$round" "$path" "$wl" 4 conn_p99_us "$p99"
+		csv "$round" "$path" "$wl" 4 errors "$err"
+		printf 'bench: round %s %-8s %-5s conns/s=%-9s p50_us=%-6s p99_us=%-6s errors=%s\n' \
+			"$round" "$path" "$wl" "$rate" "$p50" "$p99" "$err"
+		;;
+	esac
+	return 0
+}
+
+# 10,000 idle clients on 6450 (issue 6): the daemon's RSS while they are open.
+measure_idle_rss() {
+	local pid=$1 fifo=$SCRATCH/idle.fifo holder line rss
+	mkfifo "$fifo" || return 1
+	"$BUILD/connrate" -h 127.0.0.1 -P 6450 -i "$IDLE_CONNS" <"$fifo" >"$SCRATCH/idle.out" 2>&1 &
+	holder=$!
+	PIDS+=($holder)
+	exec 7>"$fifo"
+	for _ in $(seq 1 1200); do
+		grep -q '^idle ' "$SCRATCH/idle.out" && break
+		kill -0 $holder 2>/dev/null || break
+		sleep 0.1
+	done
+	line=$(grep '^idle ' "$SCRATCH/idle.out")
+	rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status" 2>/dev/null)
+	exec 7>&-
+	wait $holder 2>/dev/null
+	[ -n "$line" ] && [ -n "$rss" ] || return 1
+	local open=${line#idle open=}
+	open=${open%% *}
+	csv 0 proxy idle 1 idle_conns "$open"
+	csv 0 proxy idle 1 rss_mb "$(awk -v k="$rss" 'BEGIN {printf "%.1f", k / 1024}')"
+	say "idle: $open client connections open on 6450, mysteerd RSS $((rss / 1024)) MB"
+}
+
+run_classifier() {
+	local cb=$BUILD/classify-bench args=()
+	if [ ! -x "$cb" ]; then
+		say "classify-bench not built"
+		csv 0 classifier all 1 status not_built
+		return 0
+	fi
+	[ "$QUICK" = 1 ] && args=(--quick)
+	"$cb" "${args[@]}" >"$SCRATCH/classify.out" 2>"$SCRATCH/classify.err" || {
+		say "classify-bench failed (exit $?)"
+		tail -n 5 "$SCRATCH/classify.err" >&2
+		csv 0 classifier all 1 status failed
+		return 0
+	}
+	# classifier,<mix>,<impl>,<stmts_per_s>,<mb_per_s>
+	awk -F, '$1 == "classifier" && NF >= 5 {
+		printf "0,classifier:%s,%s,1,stmts_per_s,%s\n", $3, $2, $4
+		printf "0,classifier:%s,%s,1,mb_per_s,%s\n", $3, $2, $5
+		printf "bench: classifier %-10s %-10s stmts/s=%s MB/s=%s\n", $2, $3, $4, $5 > "/dev/stderr"
+	}' "$SCRATCH/classify.out" >>"$CSV"
+}
+
+# ---------------------------------------------------------------- main
+
+main() {
+	local p why path wl round
+	setup_netns
+	echo "round,path,workload,threads,metric,value" >"$CSV"
+	meta date "$STAMP"
+	meta mode "$([ "$QUICK" = 1 ] && echo quick || echo full)"
+	meta nproc "$(nproc)"
+	meta kernel "$(uname -r)"
+	meta cpu "$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"
+	meta loadavg_start "$(cut -d' ' -f1-3 /proc/loadavg)"
+	meta shared_cores "client, servers and routers all share these $(nproc) cores"
+	meta mariadb "$(mariadbd --version 2>/dev/null | awk '{print $3}')"
+	meta haproxy "$(haproxy -v | awk 'NR == 1 {print $3}')"
+	meta sysbench "$(sysbench --version | awk '{print $2}')"
+	meta rounds "$ROUNDS"
+	meta seconds_per_run "$TIME"
+	meta tables "$TABLES tables x $ROWS rows"
+	meta git "$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)$(git -C "$ROOT" diff --quiet 2>/dev/null || echo -dirty)"
+
+	[ -x "$BUILD/connrate" ] || die "$BUILD/connrate missing (run make)"
+	setup_sandbox
+	setup_haproxy
+	setup_mysteerd
+
+	local paths=(direct)
+	for p in haproxy steer lookup relay proxy; do
+		if why=$(check_path "$p"); then
+			paths+=("$p")
+		else
+			say "path $p: not built ($why)"
+			csv 0 "$p" all 0 status not_built
+			meta "not_built_$p" "$why"
+		fi
+	done
+	say "paths measured: ${paths[*]}; workloads: $WORKLOADS; rounds: $ROUNDS"
+
+	say "warm-up"
+	for path in "${paths[@]}"; do
+		run_sysbench "$path" oltp_point_select 8 1 >/dev/null ||
+			die "warm-up on $path failed (log: $SCRATCH/sysbench.log)"
+	done
+
+	for round in $(seq 1 "$ROUNDS"); do
+		for wl in $WORKLOADS; do
+			for path in "${paths[@]}"; do
+				measure "$path" "$wl" "$round"
+			done
+		done
+	done
+
+	if [[ " ${paths[*]} " == *" proxy "* ]]; then
+		measure_idle_rss "$(pgrep_daemon)" || say "idle-connection RSS not measured"
+	fi
+	run_classifier
+
+	meta loadavg_end "$(cut -d' ' -f1-3 /proc/loadavg)"
+	meta elapsed_s "$(($(date +%s) - START_TS))"
+	publish
+}
+
+# PID of the main mysteerd: the first one we started.
+pgrep_daemon() {
+	local pid
+	for pid in "${PIDS[@]}"; do
+		tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "$SCRATCH/mysteerd/" && {
+			echo "$pid"
+			return
+		}
+	done
+}
+
+publish() {
+	local csv_out md_out qps_png lat_png report
+	if [ "$QUICK" = 1 ]; then
+		mkdir -p "$OUT" || die "cannot create $OUT"
+		csv_out=$OUT/$STAMP-quick.csv
+		md_out=$OUT/BENCHMARKS-quick.md
+		qps_png=$OUT/bench-qps.png
+		lat_png=$OUT/bench-latency.png
+	else
+		mkdir -p "$ROOT/bench/results" || die "cannot create bench/results"
+		csv_out=$ROOT/bench/results/$STAMP.csv
+		md_out=$ROOT/docs/BENCHMARKS.md
+		qps_png=$ROOT/docs/bench-qps.png
+		lat_png=$ROOT/docs/bench-latency.png
+	fi
+	cp "$CSV" "$csv_out" || die "cannot write $csv_out"
+	report=$SCRATCH/report.md
+	gawk -v csvname="${csv_out#"$ROOT"/}" -f "$ROOT/tests/bench/report.awk" \
+		-v datdir="$SCRATCH" "$CSV" >"$report" || die "report generation failed"
+	gnuplot -e "datdir='$SCRATCH'; qps_png='$qps_png'; lat_png='$lat_png'" \
+		"$ROOT/tests/bench/plot.gp" 2>"$SCRATCH/gnuplot.err" ||
+		{ cat "$SCRATCH/gnuplot.err" >&2; die "gnuplot failed"; }
+	splice_report "$report" "$md_out"
+	say "raw: $csv_out"
+	say "report: $md_out; plots: $qps_png $lat_png"
+	sed -n '/^## Results/,/^## How to reproduce/p' "$report" | head -n -1
+}
+
+# Replaces the generated part of BENCHMARKS.md (between the markers) and
+# keeps every section other helpers wrote around it.
+splice_report() { # report target
+	local begin='<!-- bench.sh: generated, begin -->' end='<!-- bench.sh: generated, end -->'
+	local tmp=$2.tmp.$$
+	if [ ! -f "$2" ] || ! grep -qF "$begin" "$2"; then
+		{
+			[ -f "$2" ] && cat "$2" && echo
+			[ -f "$2" ] || printf '# Benchmarks\n\n'
+			echo "$begin"
+			cat "$1"
+			echo "$end"
+		} >"$tmp"
+	else
+		awk -v b="$begin" -v e="$end" -v rep="$1" '
+			$0 == b {print; while ((getline l < rep) > 0) print l; skip = 1; next}
+			$0 == e {skip = 0}
+			!skip {print}' "$2" >"$tmp"
+	fi
+	mv "$tmp" "$2"
+}
+
+main "$@"

@@ -1,0 +1,46 @@
+# plot.gp - the two pictures of docs/BENCHMARKS.md, from the .dat files that
+# tests/bench/report.awk writes (median bars, min-max whiskers, one colour a
+# path). Called by scripts/bench.sh:
+#   gnuplot -e "datdir='DIR'; qps_png='A.png'; lat_png='B.png'" tests/bench/plot.gp
+load datdir."/paths.gp"
+
+set terminal pngcairo noenhanced size 1200,520 font "sans,10"
+set datafile missing "?"
+set style data histograms
+set style histogram errorbars gap 2 lw 1
+set style fill solid 0.85 border -1
+set boxwidth 0.9
+set key top right
+set grid ytics
+set yrange [0:*]
+set xtics nomirror
+set ytics nomirror
+set format y "%.0s%c"
+
+# A fixed colour per path name, so the pictures of two runs compare.
+colour(p) = p eq "direct" ? 0x4c72b0 : p eq "haproxy" ? 0xdd8452 : p eq "steer" ? 0x55a868 : \
+	p eq "lookup" ? 0x8172b3 : p eq "relay" ? 0xc44e52 : p eq "proxy" ? 0x937860 : 0x888888
+
+set output qps_png
+set multiplot layout 1,2 title "mysteer bench: throughput by path (median, whiskers min-max; higher is better)"
+set size 0.68,0.95
+set origin 0,0
+set ylabel "queries/s"
+plot for [i=1:npaths] datdir."/qps.dat" using (column(3*i-1)):(column(3*i)):(column(3*i+1)):xtic(1) \
+	title word(paths,i) lc rgb colour(word(paths,i))
+set size 0.32,0.95
+set origin 0.68,0
+set ylabel "connections/s"
+set key top right
+plot for [i=1:npaths] datdir."/conn.dat" using (column(3*i-1)):(column(3*i)):(column(3*i+1)):xtic(1) \
+	title word(paths,i) lc rgb colour(word(paths,i))
+unset multiplot
+
+set output lat_png
+set title "mysteer bench: latency by path (median, whiskers min-max; lower is better)"
+set ylabel "milliseconds"
+set format y "%g"
+set size 1,1
+set origin 0,0
+plot for [i=1:npaths] datdir."/lat.dat" using (column(3*i-1)):(column(3*i)):(column(3*i+1)):xtic(1) \
+	title word(paths,i) lc rgb colour(word(paths,i))

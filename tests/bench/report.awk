@@ -1,0 +1,320 @@
+# report.awk - turns the raw CSV of scripts/bench.sh into the generated part of
+# docs/BENCHMARKS.md (tables, PASS/MISS rows) and the .dat files plot.gp reads.
+#
+# Kept apart from bench.sh so that a report can be regenerated from any
+# committed bench/results/*.csv:
+#   gawk -v csvname=X -v datdir=DIR -f tests/bench/report.awk X > report.md
+#
+# Ratios are taken per round (each path against direct of the same round) and
+# then their median is reported, so a slow round does not skew one path only.
+BEGIN {
+	FS = ","
+	npaths = 0
+	wl_title["ps8"] = "oltp_point_select, 8 threads"
+	wl_title["ro8"] = "oltp_read_only (--skip_trx=on), 8 threads"
+	wl_title["rw8"] = "oltp_read_write, 8 threads"
+	wl_title["ps1"] = "oltp_point_select, 1 thread (latency)"
+	wl_title["conn4"] = "connect, SELECT 1, close (connrate), 4 threads"
+	nwl = split("ps8 ro8 rw8 ps1 conn4", wl_order, " ")
+	npall = split("direct haproxy steer lookup relay proxy", path_order, " ")
+	path_desc["direct"] = "client -> server port"
+	path_desc["haproxy"] = "HAProxy 2.6, TCP mode (16446)"
+	path_desc["steer"] = "cgroup connect4 steering (VIP:6446)"
+	path_desc["lookup"] = "sk_lookup local handoff (6446)"
+	path_desc["relay"] = "sk_lookup + mysteerd relay (6446, local_handoff = off)"
+	path_desc["proxy"] = "mysteerd 6450 protocol proxy"
+}
+
+/^# / {
+	line = substr($0, 3)
+	k = substr(line, 1, index(line, "=") - 1)
+	meta[k] = substr(line, index(line, "=") + 1)
+	next
+}
+NR == 1 || /^round,/ { next }
+NF >= 6 {
+	round = $1; path = $2; wl = $3; metric = $5; value = $6
+	if (metric == "status") {
+		status[path] = value
+		next
+	}
+	if (path ~ /^classifier:/) {
+		impl = substr(path, 12)
+		cls[wl, impl, metric] = value
+		if (!((wl) in cls_mix_seen)) { cls_mix_seen[wl] = 1; cls_mixes[++ncm] = wl }
+		if (!((impl) in cls_impl_seen)) { cls_impl_seen[impl] = 1; cls_impls[++nci] = impl }
+		next
+	}
+	if (path == "proxy" && wl == "idle") {
+		idle[metric] = value
+		next
+	}
+	v[path, wl, metric, round] = value
+	have[path, wl, metric] = 1
+	measured[path] = 1
+	if (round + 0 > maxround) maxround = round + 0
+}
+
+function median(arr, n,    tmp, i, m) {
+	if (n == 0) return ""
+	for (i = 1; i <= n; i++) tmp[i] = arr[i] + 0
+	asort(tmp)
+	m = int((n + 1) / 2)
+	if (n % 2) return tmp[m]
+	return (tmp[m] + tmp[m + 1]) / 2
+}
+function minof(arr, n,    i, m) { m = arr[1] + 0; for (i = 2; i <= n; i++) if (arr[i] + 0 < m) m = arr[i] + 0; return m }
+function maxof(arr, n,    i, m) { m = arr[1] + 0; for (i = 2; i <= n; i++) if (arr[i] + 0 > m) m = arr[i] + 0; return m }
+
+# Fills out[] with the per-round values of (path, wl, metric); returns the count.
+function values(path, wl, metric, out,    r, n) {
+	delete out
+	n = 0
+	for (r = 1; r <= maxround; r++)
+		if ((path, wl, metric, r) in v) out[++n] = v[path, wl, metric, r]
+	return n
+}
+# Per-round ratio a/b (op "div") or difference a-b (op "sub"), same round only.
+function paired(a, b, wl, metric, op, out,    r, n, x, y) {
+	delete out
+	n = 0
+	for (r = 1; r <= maxround; r++) {
+		if (!((a, wl, metric, r) in v) || !((b, wl, metric, r) in v)) continue
+		x = v[a, wl, metric, r] + 0; y = v[b, wl, metric, r] + 0
+		if (op == "div") { if (y == 0) continue; out[++n] = x / y }
+		else out[++n] = x - y
+	}
+	return n
+}
+function fmt(x) {
+	if (x == "") return "–"
+	if (x >= 100) return sprintf("%.0f", x)
+	if (x >= 10) return sprintf("%.1f", x)
+	return sprintf("%.3g", x)
+}
+function stat_cell(path, wl, metric,    a, n) {
+	n = values(path, wl, metric, a)
+	if (!n) return "| – | – "
+	return sprintf("| %s | %s–%s ", fmt(median(a, n)), fmt(minof(a, n)), fmt(maxof(a, n)))
+}
+function med_cell(path, wl, metric,    a, n) {
+	n = values(path, wl, metric, a)
+	return n ? sprintf("| %s ", fmt(median(a, n))) : "| – "
+}
+function ratio_cell(path, base, wl, metric,    a, n) {
+	n = paired(path, base, wl, metric, "div", a)
+	if (!n) return "| – "
+	return sprintf("| %.2f× (%.2f–%.2f) ", median(a, n), minof(a, n), maxof(a, n))
+}
+function diff_cell(path, base, wl, metric, scale, unit,    a, n) {
+	n = paired(path, base, wl, metric, "sub", a)
+	if (!n) return "| – "
+	return sprintf("| %+.0f %s ", median(a, n) * scale, unit)
+}
+function path_state(p) {
+	if (p in measured) return "measured"
+	if (p in status) return status[p] == "not_built" ? "not built" : status[p]
+	return "not built"
+}
+
+# A target row. kind: "ratio" (a/b >= thr), "maxdiff" (a-b <= thr, in the
+# metric's unit times scale), "max" (a <= thr), "min".
+function target(issue, text, a, b, wl, metric, kind, thr, scale, unit,    arr, n, m, got, verdict) {
+	if (!(a in measured) || (b != "" && !(b in measured)) ||
+	    (kind != "max" && kind != "min" && !have[a, wl, metric])) {
+		printf "| %s | %s | – | not built |\n", issue, text
+		return
+	}
+	if (kind == "ratio") {
+		n = paired(a, b, wl, metric, "div", arr)
+		if (!n) { printf "| %s | %s | – | not measured |\n", issue, text; return }
+		m = median(arr, n)
+		got = sprintf("%.2f× %s (rounds %.2f–%.2f)", m, b, minof(arr, n), maxof(arr, n))
+		verdict = m >= thr ? "PASS" : "MISS"
+	} else if (kind == "maxdiff") {
+		n = paired(a, b, wl, metric, "sub", arr)
+		if (!n) { printf "| %s | %s | – | not measured |\n", issue, text; return }
+		m = median(arr, n) * scale
+		got = sprintf("%+.0f %s over %s", m, unit, b)
+		verdict = m <= thr ? "PASS" : "MISS"
+	}
+	printf "| %s | %s | %s | %s |\n", issue, text, got, verdict
+}
+
+function write_dat(file, rows, nrows, metrics, scale,    i, j, p, a, n, line, wlm, any) {
+	printf "# row" > file
+	for (j = 1; j <= nplot; j++) printf " %s_med %s_min %s_max", plot_paths[j], plot_paths[j], plot_paths[j] > file
+	printf "\n" > file
+	for (i = 1; i <= nrows; i++) {
+		split(metrics[i], wlm, ":")
+		line = "\"" rows[i] "\""
+		any = 0
+		for (j = 1; j <= nplot; j++) {
+			n = values(plot_paths[j], wlm[1], wlm[2], a)
+			if (n) line = line sprintf(" %g %g %g", median(a, n) * scale[i], minof(a, n) * scale[i], maxof(a, n) * scale[i])
+			else line = line " ? ? ?"
+			any += n
+		}
+		# A workload the run skipped (quick mode) leaves no empty group behind.
+		if (any) print line > file
+	}
+	close(file)
+}
+
+END {
+	for (i = 1; i <= npall; i++) if (path_order[i] in measured) plot_paths[++nplot] = path_order[i]
+
+	print "## Results"
+	print ""
+	printf "Latest %s run: %s, git `%s`, raw data `%s`.\n", meta["mode"], meta["date"], meta["git"], csvname
+	printf "Machine: %s cores (%s), kernel %s; **%s**. ", meta["nproc"], meta["cpu"], meta["kernel"], meta["shared_cores"]
+	printf "Load average %s at the start, %s at the end. ", meta["loadavg_start"], meta["loadavg_end"]
+	printf "MariaDB %s, HAProxy %s, sysbench %s; %s; %s rounds of %s s a run, paths interleaved; the whole run took %s s.\n", \
+		meta["mariadb"], meta["haproxy"], meta["sysbench"], meta["tables"], meta["rounds"], meta["seconds_per_run"], meta["elapsed_s"]
+	print ""
+	print "| path | what | state |"
+	print "|---|---|---|"
+	for (i = 1; i <= npall; i++) {
+		p = path_order[i]
+		printf "| %s | %s | %s%s |\n", p, path_desc[p], path_state(p), \
+			(("not_built_" p) in meta) ? " (" meta["not_built_" p] ")" : ""
+	}
+	print ""
+	print "Each cell: median over the rounds, then min–max; ratios are per round against `direct` of the same round (median, min–max)."
+
+	for (w = 1; w <= nwl; w++) {
+		wl = wl_order[w]
+		anyw = 0
+		for (i = 1; i <= nplot; i++) if (have[plot_paths[i], wl, "qps"] || have[plot_paths[i], wl, "conns_per_s"]) anyw = 1
+		if (!anyw) continue
+		print ""
+		print "### " wl_title[wl]
+		print ""
+		if (wl == "ps1") {
+			print "| path | avg ms | min–max | p99 ms | min–max | p99 vs direct | QPS | × direct |"
+			print "|---|---|---|---|---|---|---|---|"
+		} else if (wl == "conn4") {
+			print "| path | conns/s | min–max | × direct | connect p50 µs | min–max | connect p99 µs | min–max |"
+			print "|---|---|---|---|---|---|---|---|"
+		} else {
+			print "| path | QPS | min–max | × direct | p99 ms | min–max |"
+			print "|---|---|---|---|---|---|"
+		}
+		for (i = 1; i <= nplot; i++) {
+			p = plot_paths[i]
+			if (wl == "ps1")
+				row = stat_cell(p, wl, "lat_avg_ms") stat_cell(p, wl, "lat_p99_ms") diff_cell(p, "direct", wl, "lat_p99_ms", 1000, "µs") med_cell(p, wl, "qps") ratio_cell(p, "direct", wl, "qps")
+			else if (wl == "conn4")
+				row = stat_cell(p, wl, "conns_per_s") ratio_cell(p, "direct", wl, "conns_per_s") stat_cell(p, wl, "conn_p50_us") stat_cell(p, wl, "conn_p99_us")
+			else
+				row = stat_cell(p, wl, "qps") ratio_cell(p, "direct", wl, "qps") stat_cell(p, wl, "lat_p99_ms")
+			printf "| %s %s|\n", p, row
+		}
+	}
+
+	if (ncm) {
+		print ""
+		print "### Classifier (one core, in-process, `build/classify-bench`)"
+		print ""
+		print "| mix | implementation | statements/s | MB/s |"
+		print "|---|---|---|---|"
+		for (i = 1; i <= ncm; i++) for (j = 1; j <= nci; j++) {
+			if (!((cls_mixes[i], cls_impls[j], "stmts_per_s") in cls)) continue
+			printf "| %s | %s | %s | %s |\n", cls_mixes[i], cls_impls[j], \
+				fmt(cls[cls_mixes[i], cls_impls[j], "stmts_per_s"]), fmt(cls[cls_mixes[i], cls_impls[j], "mb_per_s"])
+		}
+	}
+
+	print ""
+	print "### Performance targets (same run)"
+	print ""
+	print "| issue | target | measured | verdict |"
+	print "|---|---|---|---|"
+	target("#3", "connect steering, oltp_point_select 8 thr ≥ 0.97× direct", "steer", "direct", "ps8", "qps", "ratio", 0.97)
+	target("#3", "sk_lookup handoff, oltp_point_select 8 thr ≥ 0.97× direct", "lookup", "direct", "ps8", "qps", "ratio", 0.97)
+	target("#3", "relay, oltp_point_select 8 thr ≥ 1.2× HAProxy", "relay", "haproxy", "ps8", "qps", "ratio", 1.2)
+	target("#3", "connect steering, new connections/s ≥ 0.95× direct", "steer", "direct", "conn4", "conns_per_s", "ratio", 0.95)
+	cls_target("#4", "classifier ≥ 3× the PCRE2 baseline's statements/s, OLTP mix", "oltp", "stmts_per_s", 3)
+	cls_target("#4", "classifier ≥ 1.5× the PCRE2 baseline's MB/s, long mix", "long", "mb_per_s", 1.5)
+	limit = meta["mode"] == "quick" ? 90 : 600
+	printf "| #5 | %s run ≤ %d s | %s s | %s |\n", meta["mode"], limit, meta["elapsed_s"], \
+		(meta["elapsed_s"] + 0 <= limit) ? "PASS" : "MISS"
+	target("#6", "6450 proxy, oltp_point_select 8 thr ≥ 1.3× HAProxy", "proxy", "haproxy", "ps8", "qps", "ratio", 1.3)
+	target("#6", "6450 proxy, oltp_read_only 8 thr ≥ 1.3× HAProxy", "proxy", "haproxy", "ro8", "qps", "ratio", 1.3)
+	target("#6", "6450 proxy, 1-thread p99 latency ≤ direct + 100 µs", "proxy", "direct", "ps1", "lat_p99_ms", "maxdiff", 100, 1000, "µs")
+	target("#6", "6450 proxy, connection storm (4 thr) ≥ 1.5× direct", "proxy", "direct", "conn4", "conns_per_s", "ratio", 1.5)
+	if ("rss_mb" in idle)
+		printf "| #6 | 6450 proxy, 10,000 idle clients: daemon RSS ≤ 400 MB | %s MB with %s clients open | %s |\n", \
+			idle["rss_mb"], idle["idle_conns"], \
+			(idle["idle_conns"] + 0 >= 10000 && idle["rss_mb"] + 0 <= 400) ? "PASS" : (idle["rss_mb"] + 0 > 400 ? "MISS" : "not measured (fewer clients)")
+	else
+		printf "| #6 | 6450 proxy, 10,000 idle clients: daemon RSS ≤ 400 MB | – | %s |\n", ("proxy" in measured) ? "not measured" : "not built"
+
+	# Data for plot.gp: rows are groups on the x axis, columns triples per path.
+	rows[1] = "point-select 8 thr"; met[1] = "ps8:qps"; sc[1] = 1
+	rows[2] = "read-only 8 thr"; met[2] = "ro8:qps"; sc[2] = 1
+	rows[3] = "read-write 8 thr"; met[3] = "rw8:qps"; sc[3] = 1
+	write_dat(datdir "/qps.dat", rows, 3, met, sc)
+	delete rows; delete met; delete sc
+	rows[1] = "connect, SELECT 1, close (4 thr)"; met[1] = "conn4:conns_per_s"; sc[1] = 1
+	write_dat(datdir "/conn.dat", rows, 1, met, sc)
+	delete rows; delete met; delete sc
+	rows[1] = "point-select 1 thr: avg"; met[1] = "ps1:lat_avg_ms"; sc[1] = 1
+	rows[2] = "point-select 1 thr: p99"; met[2] = "ps1:lat_p99_ms"; sc[2] = 1
+	rows[3] = "connect: p50"; met[3] = "conn4:conn_p50_us"; sc[3] = 0.001
+	rows[4] = "connect: p99"; met[4] = "conn4:conn_p99_us"; sc[4] = 0.001
+	write_dat(datdir "/lat.dat", rows, 4, met, sc)
+	pl = ""
+	for (j = 1; j <= nplot; j++) pl = pl (j > 1 ? " " : "") plot_paths[j]
+	printf "paths = \"%s\"\nnpaths = %d\n", pl, nplot > (datdir "/paths.gp")
+	close(datdir "/paths.gp")
+
+	print ""
+	print "## How to reproduce"
+	print ""
+	print "```sh"
+	print "make && make bench            # full run, about 10 minutes; rewrites this section and the plots"
+	print "BENCH_QUICK=1 make bench      # 90-second smoke run (CI); writes only under build/bench/"
+	print "gawk -v csvname=F -v datdir=/tmp -f tests/bench/report.awk bench/results/F.csv   # tables from a raw CSV"
+	print "```"
+	print ""
+	print "`scripts/bench.sh` runs as root in a network and mount namespace of its own: it starts the sandbox"
+	print "(`scripts/sandbox.sh`, primary 3306, replicas 3307/3308), prepares the sysbench tables on the"
+	print "primary and waits for the replicas, starts HAProxy (config generated in the scratch dir,"
+	print "frontends 16446 → primary and 16447 → replicas, `option mysql-check user haproxy`), and mysteerd"
+	print "with a child cgroup made for the run; the relay path uses a second mysteerd with"
+	print "`local_handoff = off` in a second namespace linked by a veth pair. Before measuring a mysteer path"
+	print "it checks that the path works as claimed (the answer comes from the writer; for connect steering"
+	print "no socket sits on 6446, for the handoff the server's socket does); otherwise the path is \"not built\"."
+	print "Everything it started is stopped by PID at the end, also on failure or Ctrl-C."
+	print ""
+	print "## Caveats"
+	print ""
+	print "- Client, servers and routers share the same " meta["nproc"] " cores: a router's CPU is taken from the"
+	print "  client and the server, so a userspace hop shows up as lost QPS, not only as added latency."
+	print "  Other work on the machine (compilers, tests) adds noise; compare the load averages above."
+	print "- The L4 paths (direct, haproxy, steer, lookup, relay) all read from and write to the primary"
+	print "  (the read-write route), so they differ only by the path. The 6450 proxy sends reads to the"
+	print "  replicas, as it is meant to; its ratios compare a different server set."
+	print "- `oltp_read_only` runs with `--skip_trx=on` on every path, so all paths send the same queries"
+	print "  and the 6450 proxy may spread them over the replicas."
+	print "- The relay path crosses a veth pair (its mysteerd runs in a second namespace); the other paths"
+	print "  use loopback only."
+	print "- Short runs (" meta["seconds_per_run"] " s): the ranges show how much one round can differ."
+}
+
+function cls_target(issue, text, mixpat, metric, thr,    i, j, ours, base, mix, m, o, b) {
+	mix = ""
+	for (i = 1; i <= ncm; i++) if (cls_mixes[i] ~ mixpat) { mix = cls_mixes[i]; break }
+	if (mix == "") { printf "| %s | %s | – | %s |\n", issue, text, ("classifier" in status) ? status["classifier"] == "not_built" ? "not built" : status["classifier"] : "not built"; return }
+	ours = ""; base = ""
+	for (j = 1; j <= nci; j++) {
+		if (cls_impls[j] ~ /regex|pcre/) base = cls_impls[j]
+		else if (ours == "") ours = cls_impls[j]
+	}
+	if (ours == "" || base == "") { printf "| %s | %s | – | not measured |\n", issue, text; return }
+	o = cls[mix, ours, metric] + 0; b = cls[mix, base, metric] + 0
+	if (b == 0) { printf "| %s | %s | – | not measured |\n", issue, text; return }
+	m = o / b
+	printf "| %s | %s | %.2f× (%s %s vs %s %s) | %s |\n", issue, text, m, ours, fmt(o), base, fmt(b), m >= thr ? "PASS" : "MISS"
+}
