@@ -1,0 +1,247 @@
+/*
+ * test_maps.c - the pure part of the eBPF publisher: topology -> map image
+ * (targets, weights, fallback, services) and the close-on-demote diff, plus
+ * the error listener's ERR packet.
+ */
+#include <arpa/inet.h>
+#include <check.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "maps/maps.h"
+
+struct fixture {
+	struct topology t;
+	struct topo_backend b[3];
+	struct topo_route r[3];
+};
+
+static void backend(struct topo_backend *b, uint32_t id, const char *name, uint16_t port,
+                    enum be_role role)
+{
+	struct sockaddr_in *s = (struct sockaddr_in *)&b->addr;
+
+	memset(b, 0, sizeof(*b));
+	b->id = id;
+	snprintf(b->name, sizeof(b->name), "%s", name);
+	snprintf(b->host, sizeof(b->host), "127.0.0.1");
+	b->port = port;
+	s->sin_family = AF_INET;
+	s->sin_port = htons(port);
+	s->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	b->addrlen = sizeof(*s);
+	b->role = role;
+	b->health = HEALTH_UP;
+	b->weight = 1;
+}
+
+/* db1 writer (id 10), db2 and db3 readers (ids 11, 12), routes rw/ro/split. */
+static void fixture_init(struct fixture *f)
+{
+	memset(f, 0, sizeof(*f));
+	backend(&f->b[0], 10, "db1", 3306, ROLE_WRITER);
+	backend(&f->b[1], 11, "db2", 3307, ROLE_READER);
+	backend(&f->b[2], 12, "db3", 3308, ROLE_READER);
+	snprintf(f->r[0].name, TOPO_NAME_MAX, "rw");
+	f->r[0].port = 6446;
+	f->r[0].role = ROUTE_WRITER;
+	snprintf(f->r[1].name, TOPO_NAME_MAX, "ro");
+	f->r[1].port = 6447;
+	f->r[1].role = ROUTE_READER;
+	snprintf(f->r[2].name, TOPO_NAME_MAX, "split");
+	f->r[2].port = 6450;
+	f->r[2].role = ROUTE_SPLIT;
+	f->t.writer = 0;
+	f->t.nbackends = 3;
+	f->t.backends = f->b;
+	f->t.nroutes = 3;
+	f->t.routes = f->r;
+}
+
+static struct maps_image *build(const struct topology *t, const struct config *cfg)
+{
+	struct maps_image *img = malloc(sizeof(*img));
+	char err[128];
+
+	ck_assert_ptr_nonnull(img);
+	ck_assert_int_eq(maps_build_image(t, cfg, img, err, sizeof(err)), 0);
+	return img;
+}
+
+START_TEST(writer_and_weighted_readers)
+{
+	struct fixture f;
+	fixture_init(&f);
+	f.b[2].weight = 3;
+	struct maps_image *img = build(&f.t, NULL);
+
+	ck_assert_uint_eq(img->routes[0].ntargets, 1);
+	ck_assert_uint_eq(img->routes[0].target[0], 10);
+	ck_assert_uint_eq(img->routes[1].ntargets, 2);
+	ck_assert_uint_eq(img->routes[1].target[0], 11);
+	ck_assert_uint_eq(img->routes[1].cum_weight[0], 1);
+	ck_assert_uint_eq(img->routes[1].target[1], 12);
+	ck_assert_uint_eq(img->routes[1].cum_weight[1], 4);
+	ck_assert_uint_eq(img->routes[1].total_weight, 4);
+	ck_assert(img->routes[1].flags & MS_RT_READER);
+	ck_assert(!(img->routes[1].flags & MS_RT_FALLBACK));
+	ck_assert(img->routes[2].flags & MS_RT_SPLIT);
+	ck_assert_uint_eq(img->backends[11].ep.port, htons(3307));
+	ck_assert(img->backends[11].flags & MS_BE_LOCAL);
+	ck_assert(!(img->backends[5].flags & MS_BE_PRESENT));
+	free(img);
+}
+END_TEST
+
+START_TEST(weight_zero_and_fallback)
+{
+	struct fixture f;
+	fixture_init(&f);
+	f.b[1].weight = 0;
+	f.b[2].health = HEALTH_DOWN;
+	struct maps_image *img = build(&f.t, NULL);
+
+	ck_assert_uint_eq(img->routes[1].ntargets, 1);
+	ck_assert_uint_eq(img->routes[1].target[0], 10);
+	ck_assert(img->routes[1].flags & MS_RT_FALLBACK);
+	free(img);
+}
+END_TEST
+
+START_TEST(no_writer_names_the_reason)
+{
+	struct fixture f;
+	fixture_init(&f);
+	f.b[0].health = HEALTH_DOWN;
+	snprintf(f.b[0].last_error, sizeof(f.b[0].last_error), "Connection refused");
+	struct maps_image *img = build(&f.t, NULL);
+
+	ck_assert_uint_eq(img->routes[0].ntargets, 0);
+	ck_assert_uint_eq(img->routes[0].reason, MS_REASON_NO_WRITER);
+	ck_assert_ptr_nonnull(strstr(img->reason[0], "route rw has no writer"));
+	ck_assert_ptr_nonnull(strstr(img->reason[0], "db1 down: Connection refused"));
+	/* readers still serve the read route */
+	ck_assert_uint_eq(img->routes[1].ntargets, 2);
+	free(img);
+}
+END_TEST
+
+START_TEST(services_per_vip_and_port_only)
+{
+	struct fixture f;
+	struct config *cfg = calloc(1, sizeof(*cfg));
+	fixture_init(&f);
+	ck_assert_ptr_nonnull(cfg);
+	((struct sockaddr_in *)&cfg->vips[0])->sin_family = AF_INET;
+	((struct sockaddr_in *)&cfg->vips[0])->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	((struct sockaddr_in6 *)&cfg->vips[1])->sin6_family = AF_INET6;
+	((struct sockaddr_in6 *)&cfg->vips[1])->sin6_addr = in6addr_loopback;
+	cfg->nvips = 2;
+	struct maps_image *img = build(&f.t, cfg);
+
+	/* (2 vips + 1 port-only) x (rw, ro); split is not steered in BPF */
+	ck_assert_uint_eq(img->nservices, 6);
+	size_t any = 0, v6 = 0;
+	for (size_t i = 0; i < img->nservices; i++) {
+		const struct maps_service_entry *e = &img->services[i];
+		ck_assert(e->key.port == htons(6446) || e->key.port == htons(6447));
+		ck_assert_uint_eq(e->val.route_id, e->key.port == htons(6446) ? 0 : 1);
+		any += e->key.family == MS_AF_ANY;
+		v6 += e->key.family == MS_AF_INET6;
+	}
+	ck_assert_uint_eq(any, 2);
+	ck_assert_uint_eq(v6, 2);
+	free(img);
+	free(cfg);
+}
+END_TEST
+
+START_TEST(close_mask_on_promote)
+{
+	struct fixture a, b;
+	uint32_t mask[MS_MAX_BACKENDS];
+	fixture_init(&a);
+	fixture_init(&b);
+	/* promote db2: db1 becomes a reader, db2 the writer */
+	b.b[0].role = ROLE_READER;
+	b.b[1].role = ROLE_WRITER;
+	b.t.writer = 1;
+
+	ck_assert_uint_eq(maps_close_mask(&a.t, &b.t, mask), 1);
+	ck_assert_uint_eq(mask[10], 1u << 0); /* db1's rw connections close */
+	ck_assert_uint_eq(mask[11], 0);       /* db2 left ro but is a live writer */
+	ck_assert_uint_eq(mask[12], 0);
+}
+END_TEST
+
+START_TEST(close_mask_down_drain_disable)
+{
+	struct fixture a, b;
+	uint32_t mask[MS_MAX_BACKENDS];
+	fixture_init(&a);
+	fixture_init(&b);
+	b.b[0].admin = ADMIN_DRAINED; /* drained writer: connections stay */
+	b.b[1].health = HEALTH_DOWN;  /* down reader: its ro connections close */
+	b.b[2].admin = ADMIN_DISABLED;
+
+	ck_assert_uint_eq(maps_close_mask(&a.t, &b.t, mask), 2);
+	ck_assert_uint_eq(mask[10], 0);
+	ck_assert_uint_eq(mask[11], 1u << 1);
+	ck_assert_uint_eq(mask[12], 1u << 1);
+}
+END_TEST
+
+START_TEST(close_mask_writer_stops_standing_in)
+{
+	struct fixture a, b;
+	uint32_t mask[MS_MAX_BACKENDS];
+	fixture_init(&a);
+	fixture_init(&b);
+	a.b[1].health = HEALTH_DOWN;
+	a.b[2].health = HEALTH_DOWN; /* db1 stands in for ro */
+
+	ck_assert_uint_eq(maps_close_mask(&a.t, &b.t, mask), 0);
+	ck_assert_uint_eq(maps_close_mask(&a.t, &a.t, mask), 0);
+	ck_assert_uint_eq(maps_close_mask(NULL, &a.t, mask), 0);
+}
+END_TEST
+
+START_TEST(err_packet)
+{
+	uint8_t buf[64];
+	size_t n = maps_err_packet(buf, sizeof(buf), 2003, "no writer");
+
+	ck_assert_uint_eq(n, 4 + 9 + 9);
+	ck_assert_uint_eq(buf[0], 18);
+	ck_assert_uint_eq(buf[3], 0);
+	ck_assert_uint_eq(buf[4], 0xff);
+	ck_assert_uint_eq(buf[5] | (buf[6] << 8), 2003);
+	ck_assert_int_eq(memcmp(buf + 7, "#HY000no writer", 15), 0);
+	/* a long message is cut, never overflows */
+	char longmsg[200];
+	memset(longmsg, 'x', sizeof(longmsg) - 1);
+	longmsg[sizeof(longmsg) - 1] = 0;
+	ck_assert_uint_eq(maps_err_packet(buf, sizeof(buf), 2003, longmsg), sizeof(buf));
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("maps");
+	TCase *tc = tcase_create("image");
+	tcase_add_test(tc, writer_and_weighted_readers);
+	tcase_add_test(tc, weight_zero_and_fallback);
+	tcase_add_test(tc, no_writer_names_the_reason);
+	tcase_add_test(tc, services_per_vip_and_port_only);
+	tcase_add_test(tc, close_mask_on_promote);
+	tcase_add_test(tc, close_mask_down_drain_disable);
+	tcase_add_test(tc, close_mask_writer_stops_standing_in);
+	tcase_add_test(tc, err_packet);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

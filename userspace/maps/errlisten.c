@@ -1,0 +1,185 @@
+/*
+ * errlisten.c - see errlisten.h. Every accepted connection gets one small
+ * packet and is closed at once, so nothing is kept per connection; the write
+ * cannot block because the packet is far smaller than any socket buffer.
+ */
+#define _GNU_SOURCE
+#include "maps/errlisten.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/evloop.h"
+#include "common/log.h"
+#include "maps/maps.h"
+
+#define ERRL_CODE 2003 /* CR_CONN_HOST_ERROR: the client knows it as "can't connect" */
+
+struct errl_route {
+	struct errlisten *owner;
+	int fd;
+	char msg[256];
+};
+
+struct errlisten {
+	struct evloop *loop;
+	size_t n;
+	struct errl_route r[MS_MAX_ROUTES];
+};
+
+size_t maps_err_packet(uint8_t *buf, size_t len, uint16_t code, const char *msg)
+{
+	size_t mlen = strlen(msg), plen;
+
+	if (len < 13)
+		return 0;
+	if (mlen > len - 13)
+		mlen = len - 13;
+	plen = 1 + 2 + 1 + 5 + mlen;
+	buf[0] = (uint8_t)plen;
+	buf[1] = (uint8_t)(plen >> 8);
+	buf[2] = (uint8_t)(plen >> 16);
+	buf[3] = 0; /* sequence id */
+	buf[4] = 0xff;
+	buf[5] = (uint8_t)code;
+	buf[6] = (uint8_t)(code >> 8);
+	buf[7] = '#';
+	memcpy(buf + 8, "HY000", 5);
+	memcpy(buf + 13, msg, mlen);
+	return 4 + plen;
+}
+
+static void on_accept(struct evloop *l, int fd, unsigned events, void *arg)
+{
+	struct errl_route *r = arg;
+	uint8_t pkt[300];
+	size_t n = maps_err_packet(pkt, sizeof(pkt), ERRL_CODE, r->msg);
+
+	for (;;) {
+		int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (c < 0) {
+			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+				log_warn("error listener: accept: %s", strerror(errno));
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			return;
+		}
+		if (write(c, pkt, n) != (ssize_t)n)
+			log_debug("error listener: short write: %s", strerror(errno));
+		/* Wait for nothing: the client reads the packet, then EOF. */
+		shutdown(c, SHUT_WR);
+		close(c);
+	}
+}
+
+static int listen_on(const char *addr, char *err, size_t errlen)
+{
+	struct sockaddr_storage ss = {0};
+	socklen_t sl;
+	int fd;
+
+	if (inet_pton(AF_INET, addr, &((struct sockaddr_in *)&ss)->sin_addr) == 1) {
+		ss.ss_family = AF_INET;
+		sl = sizeof(struct sockaddr_in);
+	} else if (inet_pton(AF_INET6, addr, &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1) {
+		ss.ss_family = AF_INET6;
+		sl = sizeof(struct sockaddr_in6);
+	} else {
+		snprintf(err, errlen, "relay_address %s is not an IP address", addr);
+		return -1;
+	}
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&ss, sl) || listen(fd, 128)) {
+		snprintf(err, errlen, "error listener on %s: %s", addr, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+struct errlisten *errl_new(struct evloop *l, const char *addr, size_t nroutes, char *err,
+                           size_t errlen)
+{
+	struct errlisten *e;
+
+	if (nroutes > MS_MAX_ROUTES) {
+		snprintf(err, errlen, "%zu routes, at most %d", nroutes, MS_MAX_ROUTES);
+		return NULL;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	e->loop = l;
+	for (size_t i = 0; i < MS_MAX_ROUTES; i++)
+		e->r[i].fd = -1;
+	for (size_t i = 0; i < nroutes; i++) {
+		struct errl_route *r = &e->r[i];
+		r->owner = e;
+		snprintf(r->msg, sizeof(r->msg), "mysteer: no target for this route yet");
+		r->fd = listen_on(addr, err, errlen);
+		if (r->fd < 0 || (l && evloop_add_fd(l, r->fd, EV_READ, on_accept, r))) {
+			if (r->fd >= 0)
+				snprintf(err, errlen, "error listener: evloop_add_fd failed");
+			errl_free(e);
+			return NULL;
+		}
+		e->n = i + 1;
+	}
+	return e;
+}
+
+void errl_free(struct errlisten *e)
+{
+	if (!e)
+		return;
+	for (size_t i = 0; i < MS_MAX_ROUTES; i++) {
+		if (e->r[i].fd < 0)
+			continue;
+		if (e->loop)
+			evloop_del_fd(e->loop, e->r[i].fd);
+		close(e->r[i].fd);
+	}
+	free(e);
+}
+
+void errl_set_reason(struct errlisten *e, size_t route, const char *msg)
+{
+	if (e && route < e->n)
+		snprintf(e->r[route].msg, sizeof(e->r[route].msg), "%s", msg);
+}
+
+int errl_fd(const struct errlisten *e, size_t route)
+{
+	return e && route < e->n ? e->r[route].fd : -1;
+}
+
+int errl_endpoint(const struct errlisten *e, size_t route, struct ms_endpoint *ep)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	memset(ep, 0, sizeof(*ep));
+	if (errl_fd(e, route) < 0 || getsockname(e->r[route].fd, (struct sockaddr *)&ss, &sl))
+		return -1;
+	if (ss.ss_family == AF_INET) {
+		struct sockaddr_in *s = (struct sockaddr_in *)&ss;
+		ep->family = MS_AF_INET;
+		ep->port = s->sin_port;
+		memcpy(ep->addr, &s->sin_addr, 4);
+	} else {
+		struct sockaddr_in6 *s = (struct sockaddr_in6 *)&ss;
+		ep->family = MS_AF_INET6;
+		ep->port = s->sin6_port;
+		memcpy(ep->addr, &s->sin6_addr, 16);
+	}
+	return 0;
+}

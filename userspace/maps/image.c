@@ -1,0 +1,287 @@
+/*
+ * image.c - the pure part of the publisher: topology -> map image, and the
+ * diff that decides which steered connections close-on-demote closes.
+ * No kernel access here, so the selection rules are unit-tested.
+ */
+#include "maps/maps.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void ep_from_sockaddr(struct ms_endpoint *ep, const struct sockaddr_storage *ss)
+{
+	memset(ep, 0, sizeof(*ep));
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *s = (const struct sockaddr_in *)ss;
+		ep->family = MS_AF_INET;
+		ep->port = s->sin_port;
+		memcpy(ep->addr, &s->sin_addr, 4);
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)ss;
+		ep->family = MS_AF_INET6;
+		ep->port = s->sin6_port;
+		memcpy(ep->addr, &s->sin6_addr, 16);
+	}
+}
+
+static bool is_loopback(const struct ms_endpoint *ep)
+{
+	static const uint8_t lo6[16] = {[15] = 1};
+	if (ep->family == MS_AF_INET)
+		return ep->addr[0] == 127;
+	return ep->family == MS_AF_INET6 && memcmp(ep->addr, lo6, 16) == 0;
+}
+
+static uint32_t backend_flags(const struct topo_backend *b, const struct ms_endpoint *ep)
+{
+	uint32_t f = MS_BE_PRESENT;
+	if (topo_backend_usable(b))
+		f |= MS_BE_USABLE;
+	if (is_loopback(ep))
+		f |= MS_BE_LOCAL;
+	if (b->health == HEALTH_DOWN)
+		f |= MS_BE_DOWN;
+	if (b->admin == ADMIN_DRAINED)
+		f |= MS_BE_DRAINED;
+	if (b->admin == ADMIN_DISABLED)
+		f |= MS_BE_DISABLED;
+	return f;
+}
+
+/* A backend can be steered to only with an address and an id the maps hold. */
+static bool steerable(const struct topo_backend *b)
+{
+	return b->addrlen > 0 && b->id < MS_MAX_BACKENDS;
+}
+
+static void add_target(struct ms_route *rt, uint32_t id, uint32_t weight)
+{
+	if (rt->ntargets >= MS_MAX_TARGETS)
+		return;
+	rt->total_weight += weight;
+	rt->target[rt->ntargets] = id;
+	rt->cum_weight[rt->ntargets] = rt->total_weight;
+	rt->ntargets++;
+}
+
+static const struct topo_backend *writer_of(const struct topology *t)
+{
+	if (t->writer < 0 || (size_t)t->writer >= t->nbackends)
+		return NULL;
+	return &t->backends[t->writer];
+}
+
+/* snprintf at *n, never past len (vsnprintf: the message may be cut). */
+__attribute__((format(printf, 4, 5))) static void append(char *buf, size_t len, size_t *n,
+                                                         const char *fmt, ...)
+{
+	va_list ap;
+	int w;
+
+	if (*n >= len)
+		return;
+	va_start(ap, fmt);
+	w = vsnprintf(buf + *n, len - *n, fmt, ap);
+	va_end(ap);
+	if (w > 0)
+		*n += (size_t)w;
+}
+
+static void describe(char *buf, size_t len, size_t *n, const struct topo_backend *b)
+{
+	append(buf, len, n, "%s %s%s%s", b->name, topo_state_name(b), b->last_error[0] ? ": " : "",
+	       b->last_error);
+}
+
+/* Why nothing can take the route's connections, naming the backends. */
+static void explain(const struct topology *t, const struct topo_route *r, char *buf, size_t len)
+{
+	const struct topo_backend *w = writer_of(t);
+	size_t n = 0;
+
+	append(buf, len, &n, "mysteer: route %s has no %s (", r->name,
+	       r->role == ROUTE_WRITER ? "writer" : "reader or writer");
+	if (w) {
+		describe(buf, len, &n, w);
+	} else {
+		for (size_t i = 0; i < t->nbackends; i++) {
+			append(buf, len, &n, "%s", i ? ", " : "");
+			describe(buf, len, &n, &t->backends[i]);
+		}
+		if (!t->nbackends)
+			append(buf, len, &n, "no backends");
+	}
+	append(buf, len, &n, ")");
+}
+
+static void build_route(const struct topology *t, const struct topo_route *r, struct ms_route *rt,
+                        char *reason, size_t rlen)
+{
+	const struct topo_backend *w = writer_of(t);
+
+	memset(rt, 0, sizeof(*rt));
+	rt->flags = MS_RT_PRESENT;
+	rt->port = r->port;
+	if (r->role == ROUTE_SPLIT) {
+		rt->flags |= MS_RT_SPLIT;
+		return;
+	}
+	if (r->role == ROUTE_READER) {
+		rt->flags |= MS_RT_READER;
+		for (size_t i = 0; i < t->nbackends; i++) {
+			const struct topo_backend *b = &t->backends[i];
+			if (b->role == ROLE_READER && topo_backend_usable(b) && b->weight > 0 &&
+			    steerable(b))
+				add_target(rt, b->id, (uint32_t)b->weight);
+		}
+		if (rt->ntargets)
+			return;
+		rt->flags |= MS_RT_FALLBACK;
+	}
+	if (w && topo_backend_usable(w) && steerable(w)) {
+		add_target(rt, w->id, 1);
+		return;
+	}
+	rt->flags &= ~MS_RT_FALLBACK;
+	rt->reason = r->role == ROUTE_WRITER ? MS_REASON_NO_WRITER : MS_REASON_NO_READER;
+	explain(t, r, reason, rlen);
+}
+
+static int add_service(struct maps_image *img, uint16_t family, const void *addr, size_t alen,
+                       uint16_t port, uint32_t route)
+{
+	struct maps_service_entry *e;
+
+	if (img->nservices >= MS_MAX_SERVICES)
+		return -1;
+	e = &img->services[img->nservices++];
+	memset(e, 0, sizeof(*e));
+	e->key.family = family;
+	e->key.port = htons(port);
+	if (addr)
+		memcpy(e->key.addr, addr, alen);
+	e->val.route_id = route;
+	return 0;
+}
+
+static int add_services(struct maps_image *img, const struct config *cfg,
+                        const struct topo_route *r, uint32_t route)
+{
+	for (size_t v = 0; cfg && v < cfg->nvips; v++) {
+		const struct sockaddr_storage *ss = &cfg->vips[v];
+		int rc = -1;
+		if (ss->ss_family == AF_INET)
+			rc = add_service(img, MS_AF_INET,
+			                 &((const struct sockaddr_in *)ss)->sin_addr, 4, r->port,
+			                 route);
+		else if (ss->ss_family == AF_INET6)
+			rc = add_service(img, MS_AF_INET6,
+			                 &((const struct sockaddr_in6 *)ss)->sin6_addr, 16, r->port,
+			                 route);
+		if (rc)
+			return -1;
+	}
+	return add_service(img, MS_AF_ANY, NULL, 0, r->port, route);
+}
+
+int maps_build_image(const struct topology *t, const struct config *cfg, struct maps_image *img,
+                     char *err, size_t errlen)
+{
+	memset(img, 0, sizeof(*img));
+	if (t->nroutes > MS_MAX_ROUTES) {
+		snprintf(err, errlen, "%zu routes, the maps hold %d", t->nroutes, MS_MAX_ROUTES);
+		return -1;
+	}
+	for (size_t i = 0; i < t->nbackends; i++) {
+		const struct topo_backend *b = &t->backends[i];
+		struct ms_backend *mb;
+		if (!steerable(b))
+			continue;
+		mb = &img->backends[b->id];
+		ep_from_sockaddr(&mb->ep, &b->addr);
+		mb->flags = backend_flags(b, &mb->ep);
+		mb->weight = b->weight > 0 ? (uint32_t)b->weight : 0;
+	}
+	img->nroutes = t->nroutes;
+	for (size_t r = 0; r < t->nroutes; r++) {
+		const struct topo_route *tr = &t->routes[r];
+		build_route(t, tr, &img->routes[r], img->reason[r], sizeof(img->reason[r]));
+		if (tr->role == ROUTE_SPLIT)
+			continue;
+		if (add_services(img, cfg, tr, (uint32_t)r)) {
+			snprintf(err, errlen, "more than %d service addresses", MS_MAX_SERVICES);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static const struct topo_backend *find_id(const struct topology *t, uint32_t id)
+{
+	for (size_t i = 0; i < t->nbackends; i++)
+		if (t->backends[i].id == id)
+			return &t->backends[i];
+	return NULL;
+}
+
+static bool in_targets(const struct ms_route *rt, uint32_t id)
+{
+	for (uint32_t i = 0; i < rt->ntargets && i < MS_MAX_TARGETS; i++)
+		if (rt->target[i] == id)
+			return true;
+	return false;
+}
+
+/* A backend that left route r: may its connections of r stay? */
+static bool may_keep(const struct topo_backend *now, enum route_role role)
+{
+	if (!now)
+		return false; /* removed */
+	if (now->admin == ADMIN_DRAINED)
+		return true;
+	if (role != ROUTE_READER || !topo_backend_usable(now))
+		return false;
+	return now->role == ROLE_WRITER || now->role == ROLE_READER;
+}
+
+size_t maps_close_mask(const struct topology *old, const struct topology *cur,
+                       uint32_t mask[MS_MAX_BACKENDS])
+{
+	struct maps_image *a, *b; /* large: not on the stack */
+	char err[128];
+	size_t n = 0;
+
+	memset(mask, 0, sizeof(uint32_t) * MS_MAX_BACKENDS);
+	if (!old || !cur)
+		return 0;
+	a = malloc(sizeof(*a));
+	b = malloc(sizeof(*b));
+	if (!a || !b || maps_build_image(old, NULL, a, err, sizeof(err)) ||
+	    maps_build_image(cur, NULL, b, err, sizeof(err))) {
+		free(a);
+		free(b);
+		return 0;
+	}
+	for (size_t r = 0; r < a->nroutes && r < MS_MAX_ROUTES; r++) {
+		const struct ms_route *ra = &a->routes[r];
+		bool same_route = r < cur->nroutes && cur->routes[r].port == old->routes[r].port &&
+		                  cur->routes[r].role == old->routes[r].role;
+		for (uint32_t i = 0; i < ra->ntargets && i < MS_MAX_TARGETS; i++) {
+			uint32_t id = ra->target[i];
+			if (same_route && in_targets(&b->routes[r], id))
+				continue;
+			if (may_keep(find_id(cur, id), old->routes[r].role))
+				continue;
+			if (!mask[id])
+				n++;
+			mask[id] |= 1u << r;
+		}
+	}
+	free(a);
+	free(b);
+	return n;
+}

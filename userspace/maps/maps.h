@@ -1,0 +1,71 @@
+/*
+ * maps.h - userspace side of the eBPF steering (userspace/maps): turning a
+ * topology snapshot into the map image of bpf/mysteer_abi.h, publishing it
+ * with a generation flip, the "no target" error listeners, the dump behind
+ * `mysteerctl maps`, and the steer_service of mysteerd.
+ *
+ * The image builder and the close-on-demote diff are pure functions, so the
+ * selection rules are unit-tested without a kernel.
+ */
+#ifndef MYSTEER_MAPS_H
+#define MYSTEER_MAPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "mysteer_abi.h"
+#include "common/topology.h"
+#include "config/config.h"
+#include "daemon/service.h"
+
+struct maps_service_entry {
+	struct ms_service_key key;
+	struct ms_service val;
+};
+
+/* Everything one generation of the maps holds. */
+struct maps_image {
+	struct ms_backend backends[MS_MAX_BACKENDS];
+	struct ms_route routes[MS_MAX_ROUTES];
+	size_t nroutes;
+	struct maps_service_entry services[MS_MAX_SERVICES];
+	size_t nservices;
+	/* Why a route has no target, for the error listener's message. */
+	char reason[MS_MAX_ROUTES][200];
+};
+
+/*
+ * Builds the image of t: backends by id, each route's targets (readers
+ * weighted by weight, weight 0 never chosen; the writer standing in for the
+ * read route), and the services: every vip x every non-split route port, plus
+ * one port-only entry a route for sk_lookup. Returns 0, or -1 with a reason
+ * (more routes or backends than the ABI holds).
+ */
+int maps_build_image(const struct topology *t, const struct config *cfg, struct maps_image *img,
+                     char *err, size_t errlen);
+
+/*
+ * Close-on-demote: for every backend id, the routes (bit = route index) whose
+ * steered connections must be closed when moving from old to new: the backend
+ * was a target of the route and is not anymore, unless it is drained (drain
+ * leaves connections), or it still serves that kind of route (a live writer
+ * that stops standing in for readers keeps its read connections). Returns how
+ * many backends have a non-zero mask.
+ */
+size_t maps_close_mask(const struct topology *old, const struct topology *cur,
+                       uint32_t mask[MS_MAX_BACKENDS]);
+
+/* Dumps the maps pinned under bpffs_dir (daemon up or down). Returns 0, or -1
+ * with a one-line reason written to out. */
+int maps_dump(const char *bpffs_dir, bool json, FILE *out);
+
+/* The MySQL ERR packet the error listener sends (sequence 0), into buf.
+ * Returns its length. */
+size_t maps_err_packet(uint8_t *buf, size_t len, uint16_t code, const char *msg);
+
+/* The eBPF client-side steering service of mysteerd (service.h). */
+extern const struct service_ops steer_service;
+
+#endif

@@ -1,0 +1,15 @@
+# maps: the eBPF client-side steering service (steer_service), the map image
+# builder and publisher, the "no target" error listeners, and maps_dump for
+# `mysteerctl maps`. MAPS_DUMP_OBJS is what mysteerctl links (no skeletons).
+MAPS_DUMP_OBJS := $(BUILD)/obj/userspace/maps/dump.o
+MAPS_OBJS := $(BUILD)/obj/userspace/maps/image.o $(BUILD)/obj/userspace/maps/errlisten.o \
+	     $(BUILD)/obj/userspace/maps/steer.o $(MAPS_DUMP_OBJS)
+DAEMON_OBJS += $(MAPS_OBJS)
+
+$(BUILD)/obj/userspace/maps/steer.o: $(BPF_SKELS)
+
+UNIT_TESTS += $(BUILD)/tests/test_maps
+$(BUILD)/tests/test_maps: $(BUILD)/obj/tests/unit/test_maps.o $(BUILD)/obj/userspace/maps/image.o \
+		$(BUILD)/obj/userspace/maps/errlisten.o $(COMMON_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
