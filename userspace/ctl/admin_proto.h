@@ -36,9 +36,14 @@
  *                                        status: the status object of
  *                                        DESIGN.md ("Commands") plus "ok";
  *                                        the server may add keys, e.g.
- *                                        "cgroup" (the steered cgroup path,
- *                                        used by `mysteerctl exec`),
+ *                                        "cgroup" (the steered cgroup as an
+ *                                        absolute directory path, "" when
+ *                                        off; used by `mysteerctl exec`),
  *                                        "bpffs_dir", "pool", "generation".
+ *                                        Per backend, the table also shows
+ *                                        "last_probe_ms" (CLOCK_REALTIME ms
+ *                                        of the last probe, 0: never) as an
+ *                                        age.
  *   {"ok":false,"error":"one line reason"}
  *                                        refused: unknown backend, bad
  *                                        value, unknown command, malformed

@@ -1,0 +1,13 @@
+# ctl: mysteerctl, the control CLI (admin socket client). It links the config
+# (to find admin_socket with -c FILE) and the log module only: no daemon code.
+CTL_OBJS := $(BUILD)/obj/userspace/ctl/ctl.o $(CONFIG_OBJS) $(BUILD)/obj/userspace/common/log.o
+
+BINS += $(BUILD)/mysteerctl
+$(BUILD)/mysteerctl: $(BUILD)/obj/userspace/ctl/main.o $(CTL_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+UNIT_TESTS += $(BUILD)/tests/test_ctl
+$(BUILD)/tests/test_ctl: $(BUILD)/obj/tests/unit/test_ctl.o $(CTL_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
