@@ -13,3 +13,9 @@ $(BUILD)/tests/test_maps: $(BUILD)/obj/tests/unit/test_maps.o $(BUILD)/obj/users
 		$(BUILD)/obj/userspace/maps/errlisten.o $(COMMON_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
+
+# The libmysqlclient client of tests/integration/steer_connect.sh.
+BINS += $(BUILD)/tests/peer_check
+$(BUILD)/tests/peer_check: $(BUILD)/obj/tests/integration/peer_check.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)

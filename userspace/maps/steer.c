@@ -232,7 +232,7 @@ static struct bpf_link *attach_one(struct bpf_program *prog, const char *name, c
 	struct bpf_link *old, *l;
 
 	snprintf(path, sizeof(path), "%s/%s", S.pin_dir, name);
-	old = bpf_link__open(path);
+	old = access(path, F_OK) == 0 ? bpf_link__open(path) : NULL;
 	if (old && link_cgroup_id(old) == S.cgroup_id && !bpf_link__update_program(old, prog)) {
 		log_info("steer: adopted pinned %s", name);
 		return old;
