@@ -6,3 +6,14 @@ UNIT_TESTS += $(BUILD)/tests/test_relay
 $(BUILD)/tests/test_relay: $(BUILD)/obj/tests/unit/test_relay.o $(RELAY_OBJS) $(COMMON_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
+
+LOOKUP_OBJS := $(BUILD)/obj/userspace/relay/lookup.o $(BUILD)/obj/userspace/relay/handoff.o
+DAEMON_OBJS += $(RELAY_OBJS) $(LOOKUP_OBJS)
+$(BUILD)/obj/userspace/relay/lookup.o: $(BPF_SKELS)
+
+UNIT_TESTS += $(BUILD)/tests/test_handoff
+$(BUILD)/tests/test_handoff: $(BUILD)/obj/tests/unit/test_handoff.o \
+		$(BUILD)/obj/userspace/relay/handoff.o $(COMMON_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
+$(BUILD)/obj/tests/unit/test_handoff.o: $(BPF_SKELS)

@@ -1,0 +1,74 @@
+/*
+ * steer_lookup.bpf.c - router-side steering: a TCP connection arriving on a
+ * route's port (any local address) of the daemon's network namespace is
+ * assigned, before the kernel's own listener lookup, to a socket of the
+ * SOCKMAP: the chosen backend's own listener (local handoff: no proxy, the
+ * server sees the client's address) or the relay listener mysteerd keeps for
+ * that backend, or the route's error listener when it has no target.
+ *
+ * The choice is the same as connect4/6 make (maps.bpf.h), so both paths
+ * spread load alike. The program is attached to one network namespace through
+ * a bpf_link, so no netns cookie check is needed (nor is the helper offered to
+ * sk_lookup programs); it acts only once a topology was published.
+ */
+#include "maps.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define IPPROTO_TCP_ 6
+
+static __always_inline int assign_slot(struct bpf_sk_lookup *ctx, __u32 slot)
+{
+	struct bpf_sock *sk;
+	long err;
+
+	sk = bpf_map_lookup_elem(&steer_sockmap, &slot);
+	if (!sk)
+		return -1;
+	err = bpf_sk_assign(ctx, sk, 0);
+	bpf_sk_release(sk);
+	return err ? -1 : 0;
+}
+
+SEC("sk_lookup")
+int ms_sk_lookup(struct bpf_sk_lookup *ctx)
+{
+	struct ms_service_key key = {};
+	struct ms_service *svc;
+	struct ms_route *rt;
+	struct ms_counters *c;
+	struct ms_cfg *cfg;
+	__u32 be, route_id;
+
+	if (ctx->protocol != IPPROTO_TCP_)
+		return SK_PASS;
+	cfg = ms_cfg_get();
+	if (!cfg || !(cfg->flags & MS_CFG_ENABLED))
+		return SK_PASS;
+
+	/* Port-only entries: every local address of the namespace. */
+	key.family = MS_AF_ANY;
+	key.port = bpf_htons((__u16)ctx->local_port);
+	svc = bpf_map_lookup_elem(&services, &key);
+	if (!svc)
+		return SK_PASS;
+	route_id = svc->route_id;
+	if (route_id >= MS_MAX_ROUTES)
+		return SK_PASS;
+	rt = ms_route_get(route_id);
+	if (!rt || !(rt->flags & MS_RT_PRESENT) || (rt->flags & MS_RT_SPLIT))
+		return SK_PASS;
+
+	be = ms_pick_backend(rt, cfg);
+	if (be < MS_MAX_BACKENDS && assign_slot(ctx, be) == 0) {
+		c = ms_counters_get(be);
+		if (c)
+			__sync_fetch_and_add(&c->steered, 1);
+		return SK_PASS;
+	}
+	/* No target, or its socket is missing (a local server restarting):
+	 * the error listener answers with a MySQL error naming the reason
+	 * rather than leaving the client to a reset. */
+	assign_slot(ctx, MS_SOCKMAP_ERR(route_id));
+	return SK_PASS;
+}

@@ -1,0 +1,430 @@
+/*
+ * lookup.c - lookup_service (see lookup.h).
+ *
+ * The maps are the ones steer_service pins (opened with the same
+ * pin_root_path), and steer_service publishes the routes; this part owns the
+ * sk_lookup program and link and the SOCKMAP contents. Everything runs on the
+ * controller thread (topology subscriber and a timer on its loop) except the
+ * relay's data path, which has a thread of its own.
+ *
+ * The link is pinned, so after a SIGKILL local handoff goes on (the SOCKMAP
+ * holds the servers' own sockets) and the next daemon swaps its program into
+ * the pinned link in place: the hook is never empty. Relay connections in
+ * flight belong to the process that accepted them and drop with it.
+ */
+#define _GNU_SOURCE
+#include "relay/lookup.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "common/evloop.h"
+#include "common/log.h"
+#include "maps/errlisten.h"
+#include "maps/maps.h"
+#include "relay/handoff.h"
+#include "relay/relay.h"
+#include "steer_lookup.skel.h"
+
+#ifndef BPF_FS_MAGIC
+#define BPF_FS_MAGIC 0xcafe4a11
+#endif
+
+enum slot_kind { SLOT_NONE = 0, SLOT_HANDOFF, SLOT_RELAY };
+
+struct slot {
+	enum slot_kind kind;
+	uint64_t cookie; /* of the socket we put there */
+};
+
+static struct {
+	struct daemon_ctx *d;
+	bool running, subscribed;
+	char pin_dir[4096];
+	struct steer_lookup *skel;
+	struct bpf_link *link;
+	int sockmap_fd;
+	struct relay *relay;
+	struct errlisten *errl;
+	size_t nroutes;
+	uint64_t timer;
+	struct slot slots[MS_MAX_BACKENDS];
+	uint64_t handoffs; /* sockets taken from servers */
+} S = {.sockmap_fd = -1};
+
+static int mkdir_p(const char *path)
+{
+	char buf[4096];
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(buf, 0700) && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	return mkdir(buf, 0700) && errno != EEXIST ? -1 : 0;
+}
+
+/* steer_service does this too when it runs; lookup may run without it. */
+static int prepare_bpffs(const char *dir, char *err, size_t errlen)
+{
+	struct statfs fs;
+
+	if ((statfs("/sys/fs/bpf", &fs) || fs.f_type != BPF_FS_MAGIC) &&
+	    mount("bpf", "/sys/fs/bpf", "bpf", 0, NULL)) {
+		snprintf(err, errlen, "mount bpffs at /sys/fs/bpf: %s", strerror(errno));
+		return -1;
+	}
+	if (mkdir_p(dir)) {
+		snprintf(err, errlen, "bpffs_dir %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (statfs(dir, &fs) || fs.f_type != BPF_FS_MAGIC) {
+		snprintf(err, errlen, "bpffs_dir %s is not on a bpf filesystem", dir);
+		return -1;
+	}
+	return 0;
+}
+
+static uint64_t slot_cookie(uint32_t slot)
+{
+	uint64_t c = 0;
+
+	if (bpf_map_lookup_elem(S.sockmap_fd, &slot, &c))
+		return 0;
+	return c;
+}
+
+/* Puts fd into slot unless it is there already. */
+static int slot_set(uint32_t slot, int fd)
+{
+	uint64_t want = handoff_sock_cookie(fd), v = (uint64_t)fd;
+
+	if (want && slot_cookie(slot) == want)
+		return 0;
+	return bpf_map_update_elem(S.sockmap_fd, &slot, &v, BPF_ANY);
+}
+
+static void slot_clear(uint32_t slot)
+{
+	if (bpf_map_delete_elem(S.sockmap_fd, &slot) && errno != ENOENT)
+		log_debug("lookup: clear slot %u: %s", slot, strerror(errno));
+}
+
+static void set_error_slots(void)
+{
+	for (size_t r = 0; r < S.nroutes && r < MS_MAX_ROUTES; r++) {
+		int fd = errl_fd(S.errl, r);
+		if (fd >= 0 && slot_set(MS_SOCKMAP_ERR(r), fd))
+			log_warn("lookup: error listener of route %zu into the SOCKMAP: %s", r,
+			         strerror(errno));
+	}
+}
+
+/* Local handoff of backend b: a live entry we made stays; otherwise find the
+ * server's listener and put it in (it may have restarted). */
+static void sync_handoff(const struct topo_backend *b)
+{
+	struct slot *s = &S.slots[b->id];
+
+	if (s->kind == SLOT_RELAY)
+		relay_remove_backend(S.relay, b->id); /* closing drops the entry */
+	if (s->kind == SLOT_HANDOFF && s->cookie && slot_cookie(b->id) == s->cookie)
+		return;
+	s->kind = SLOT_HANDOFF;
+	s->cookie = 0;
+	int fd = handoff_take_listener((const struct sockaddr *)&b->addr);
+	if (fd < 0) {
+		log_debug("lookup: %s: no local listener on port %u yet", b->name, b->port);
+		return;
+	}
+	uint64_t cookie = handoff_sock_cookie(fd);
+	bool had = slot_cookie(b->id) == cookie;
+	if (!had && slot_set(b->id, fd)) {
+		log_warn("lookup: %s: listener into the SOCKMAP: %s", b->name, strerror(errno));
+	} else {
+		s->cookie = cookie;
+		if (!had) {
+			S.handoffs++;
+			log_info("lookup: %s: local handoff to the server's own listener (port %u)",
+			         b->name, b->port);
+		}
+	}
+	close(fd); /* at once: a copy kept open outlives the server */
+}
+
+static void sync_relay(const struct topo_backend *b)
+{
+	struct slot *s = &S.slots[b->id];
+	const struct config *cfg = S.d->cfg;
+
+	int fd = relay_set_backend(S.relay, b->id, cfg->relay_address,
+	                           (const struct sockaddr *)&b->addr, b->addrlen);
+	if (fd < 0) {
+		log_warn("lookup: %s: relay listener on %s: %s", b->name, cfg->relay_address,
+		         strerror(errno));
+		return;
+	}
+	if (s->kind != SLOT_RELAY)
+		log_info("lookup: %s: relayed through %s listener", b->name,
+		         relay_mode_name(relay_default_mode()));
+	s->kind = SLOT_RELAY;
+	s->cookie = handoff_sock_cookie(fd);
+	if (slot_set(b->id, fd))
+		log_warn("lookup: %s: relay listener into the SOCKMAP: %s", b->name,
+		         strerror(errno));
+}
+
+static void drop_backend(uint32_t id)
+{
+	if (S.slots[id].kind == SLOT_RELAY)
+		relay_remove_backend(S.relay, id);
+	slot_clear(id);
+	S.slots[id].kind = SLOT_NONE;
+	S.slots[id].cookie = 0;
+}
+
+static void sync_slots(const struct topology *t)
+{
+	bool seen[MS_MAX_BACKENDS] = {false};
+
+	for (size_t i = 0; i < t->nbackends; i++) {
+		const struct topo_backend *b = &t->backends[i];
+		if (b->id >= MS_MAX_BACKENDS || !b->addrlen)
+			continue;
+		seen[b->id] = true;
+		if (S.d->cfg->local_handoff &&
+		    handoff_addr_is_local((const struct sockaddr *)&b->addr))
+			sync_handoff(b);
+		else
+			sync_relay(b);
+	}
+	for (uint32_t id = 0; id < MS_MAX_BACKENDS; id++)
+		if (!seen[id] && S.slots[id].kind != SLOT_NONE)
+			drop_backend(id);
+}
+
+static void on_topology(const struct topology *t, void *arg)
+{
+	struct maps_image *img;
+	char err[160];
+
+	if (!S.running)
+		return;
+	sync_slots(t);
+	img = malloc(sizeof(*img));
+	if (img && !maps_build_image(t, S.d->cfg, img, err, sizeof(err)))
+		for (size_t r = 0; r < img->nroutes && r < S.nroutes; r++)
+			if (img->routes[r].ntargets == 0)
+				errl_set_reason(S.errl, r, img->reason[r]);
+	free(img);
+}
+
+/* A server that restarts leaves an empty slot; its new listener is picked up
+ * here within one probe interval. */
+static void on_timer(struct evloop *l, uint64_t id, void *arg)
+{
+	const struct topology *t;
+
+	S.timer = 0;
+	if (!S.running)
+		return;
+	t = topo_current();
+	if (t) {
+		sync_slots(t);
+		topo_put(t);
+	}
+	S.timer = evloop_add_timer(S.d->loop, S.d->cfg->interval_ms, on_timer, NULL);
+}
+
+static bool link_is_our_netns(struct bpf_link *l)
+{
+	struct bpf_link_info info;
+	__u32 len = sizeof(info);
+	struct stat st;
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(bpf_link__fd(l), &info, &len) ||
+	    info.type != BPF_LINK_TYPE_NETNS || stat("/proc/self/ns/net", &st))
+		return false;
+	return info.netns.netns_ino == st.st_ino;
+}
+
+/* Attach to our netns under the pinned name, adopting a predecessor's link by
+ * swapping the program in place. */
+static int attach(char *err, size_t errlen)
+{
+	char path[4200];
+	struct bpf_link *old;
+	int nsfd;
+
+	snprintf(path, sizeof(path), "%s/%s", S.pin_dir, LOOKUP_LINK_NAME);
+	old = bpf_link__open(path);
+	if (old && link_is_our_netns(old) &&
+	    !bpf_link__update_program(old, S.skel->progs.ms_sk_lookup)) {
+		log_info("lookup: adopted pinned %s", LOOKUP_LINK_NAME);
+		S.link = old;
+		return 0;
+	}
+	nsfd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (nsfd < 0) {
+		snprintf(err, errlen, "open /proc/self/ns/net: %s", strerror(errno));
+		bpf_link__destroy(old);
+		return -1;
+	}
+	S.link = bpf_program__attach_netns(S.skel->progs.ms_sk_lookup, nsfd);
+	close(nsfd);
+	if (!S.link) {
+		snprintf(err, errlen, "attach sk_lookup to this netns: %s", strerror(errno));
+		bpf_link__destroy(old);
+		return -1;
+	}
+	if (old) {
+		log_warn("lookup: replacing stale pinned %s", LOOKUP_LINK_NAME);
+		bpf_link__unpin(old);
+		bpf_link__destroy(old);
+	} else if (access(path, F_OK) == 0) {
+		unlink(path);
+	}
+	if (bpf_link__pin(S.link, path)) {
+		snprintf(err, errlen, "pin %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int load(char *err, size_t errlen)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, o, .pin_root_path = S.pin_dir);
+
+	S.skel = steer_lookup__open_opts(&o);
+	if (!S.skel || steer_lookup__load(S.skel)) {
+		snprintf(err, errlen, "load steer_lookup: %s (stale pins under %s?)",
+		         strerror(errno), S.pin_dir);
+		return -1;
+	}
+	S.sockmap_fd = bpf_map__fd(S.skel->maps.steer_sockmap);
+	return 0;
+}
+
+static void lookup_stop(struct daemon_ctx *d, bool keep)
+{
+	bool was = S.running;
+
+	S.running = false;
+	if (S.timer && S.d && S.d->loop)
+		evloop_del_timer(S.d->loop, S.timer);
+	S.timer = 0;
+	if (S.link) {
+		if (!keep)
+			bpf_link__unpin(S.link);
+		bpf_link__destroy(S.link); /* a pinned link stays attached */
+		S.link = NULL;
+	}
+	if (!keep && S.sockmap_fd >= 0)
+		for (uint32_t id = 0; id < MS_MAX_BACKENDS; id++)
+			if (S.slots[id].kind == SLOT_HANDOFF)
+				slot_clear(id);
+	/* Closing the relay and error listeners drops their SOCKMAP entries. */
+	relay_free(S.relay);
+	S.relay = NULL;
+	errl_free(S.errl);
+	S.errl = NULL;
+	steer_lookup__destroy(S.skel);
+	S.skel = NULL;
+	S.sockmap_fd = -1;
+	memset(S.slots, 0, sizeof(S.slots));
+	if (was)
+		log_info("lookup: stopped (%s)", keep ? "link left pinned" : "detached");
+}
+
+static int lookup_start(struct daemon_ctx *d, char *err, size_t errlen)
+{
+	const struct config *cfg = d->cfg;
+	const struct topology *t;
+
+	S.d = d;
+	if (!cfg->lookup) {
+		log_info("lookup: off");
+		return 0;
+	}
+	snprintf(S.pin_dir, sizeof(S.pin_dir), "%s", cfg->bpffs_dir);
+	S.nroutes = cfg->nroutes;
+	S.relay = relay_new(relay_default_mode(), err, errlen);
+	if (!S.relay)
+		return -1;
+	S.errl = errl_new(d->loop, cfg->relay_address, cfg->nroutes, err, errlen);
+	if (!S.errl || prepare_bpffs(S.pin_dir, err, errlen) || load(err, errlen)) {
+		lookup_stop(d, true);
+		return -1;
+	}
+	set_error_slots();
+	S.running = true;
+	/* Fill the slots before the program (maybe a new one) goes live. */
+	t = topo_current();
+	if (t) {
+		on_topology(t, NULL);
+		topo_put(t);
+	}
+	if (attach(err, errlen)) {
+		/* Leave a predecessor's pinned link alone: it still steers. */
+		lookup_stop(d, true);
+		return -1;
+	}
+	if (!S.subscribed) {
+		if (topo_subscribe(on_topology, NULL)) {
+			snprintf(err, errlen, "topo_subscribe failed");
+			lookup_stop(d, false);
+			return -1;
+		}
+		S.subscribed = true;
+	}
+	S.timer = evloop_add_timer(d->loop, cfg->interval_ms, on_timer, NULL);
+	log_info("lookup: sk_lookup on this netns, relay %s on %s, local_handoff %s",
+	         relay_mode_name(relay_default_mode()), cfg->relay_address,
+	         cfg->local_handoff ? "on" : "off");
+	return 0;
+}
+
+static void lookup_status(struct json_object *root)
+{
+	struct relay_stats st;
+	struct json_object *o;
+
+	if (!S.running)
+		return;
+	relay_get_stats(S.relay, &st);
+	o = json_object_new_object();
+	json_object_object_add(o, "relay_mode",
+	                       json_object_new_string(relay_mode_name(relay_default_mode())));
+	json_object_object_add(o, "handoffs", json_object_new_uint64(S.handoffs));
+	json_object_object_add(o, "relay_accepted", json_object_new_uint64(st.accepted));
+	json_object_object_add(o, "relay_active", json_object_new_uint64(st.active));
+	json_object_object_add(o, "relay_connect_failed",
+	                       json_object_new_uint64(st.connect_failed));
+	json_object_object_add(o, "relay_bytes_up", json_object_new_uint64(st.bytes_up));
+	json_object_object_add(o, "relay_bytes_down", json_object_new_uint64(st.bytes_down));
+	json_object_object_add(root, "lookup", o);
+}
+
+/* steered is counted by the program into the shared counters map, which
+ * steer_service reports: no backend_counters here, or it would count twice. */
+const struct service_ops lookup_service = {
+    .name = "lookup",
+    .start = lookup_start,
+    .stop = lookup_stop,
+    .status_json = lookup_status,
+};
