@@ -10,12 +10,19 @@ set style data histograms
 set style histogram errorbars gap 2 lw 1
 set style fill solid 0.85 border -1
 set boxwidth 0.9
-set key top right
+set key below
 set grid ytics
 set yrange [0:*]
+set offsets 0, 0, graph 0.12, 0
 set xtics nomirror
 set ytics nomirror
 set format y "%.0s%c"
+
+# Centre of bar i (1-based) of n in cluster x, as the histogram style lays
+# them out (gap 2), for the value labels on top of the bars.
+barx(x, i, n) = x + (i - 1 - (n - 1) / 2.0) / (n + 2.0)
+kfmt(v) = v >= 1000 ? sprintf("%.1fk", v / 1000.0) : sprintf("%.0f", v)
+mfmt(v) = sprintf("%.2f", v)
 
 # A fixed colour per path name, so the pictures of two runs compare.
 colour(p) = p eq "direct" ? 0x4c72b0 : p eq "haproxy" ? 0xdd8452 : p eq "steer" ? 0x55a868 : \
@@ -27,20 +34,27 @@ set size 0.68,0.95
 set origin 0,0
 set ylabel "queries/s"
 plot for [i=1:npaths] datdir."/qps.dat" using (column(3*i-1)):(column(3*i)):(column(3*i+1)):xtic(1) \
-	title word(paths,i) lc rgb colour(word(paths,i))
+	title word(paths,i) lc rgb colour(word(paths,i)), \
+	for [i=1:npaths] datdir."/qps.dat" using (barx($0, i, npaths)):(column(3*i+1)):(kfmt(column(3*i-1))) \
+	with labels rotate by 90 left offset 0,0.4 font ",8" notitle
 set size 0.32,0.95
 set origin 0.68,0
 set ylabel "connections/s"
-set key top right
+unset key
 plot for [i=1:npaths] datdir."/conn.dat" using (column(3*i-1)):(column(3*i)):(column(3*i+1)):xtic(1) \
-	title word(paths,i) lc rgb colour(word(paths,i))
+	title word(paths,i) lc rgb colour(word(paths,i)), \
+	for [i=1:npaths] datdir."/conn.dat" using (barx($0, i, npaths)):(column(3*i+1)):(kfmt(column(3*i-1))) \
+	with labels rotate by 90 left offset 0,0.4 font ",8" notitle
 unset multiplot
 
 set output lat_png
+set key below
 set title "mysteer bench: latency by path (median, whiskers min-max; lower is better)"
 set ylabel "milliseconds"
 set format y "%g"
 set size 1,1
 set origin 0,0
 plot for [i=1:npaths] datdir."/lat.dat" using (column(3*i-1)):(column(3*i)):(column(3*i+1)):xtic(1) \
-	title word(paths,i) lc rgb colour(word(paths,i))
+	title word(paths,i) lc rgb colour(word(paths,i)), \
+	for [i=1:npaths] datdir."/lat.dat" using (barx($0, i, npaths)):(column(3*i+1)):(mfmt(column(3*i-1))) \
+	with labels rotate by 90 left offset 0,0.4 font ",8" notitle
