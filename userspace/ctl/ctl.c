@@ -24,6 +24,7 @@
 #include "common/log.h"
 #include "config/config.h"
 #include "ctl/admin_proto.h"
+#include "maps/maps.h"
 
 /* Long enough for a reload on a loaded machine; a hung daemon still ends. */
 #define CTL_TIMEOUT_S 15
@@ -623,13 +624,32 @@ static int fail(const char *fmt, ...)
 	return CTL_EXIT_FAILED;
 }
 
-/* The eBPF maps, read from bpffs: no daemon involved. The maps module
- * replaces this body with maps_dump(bpffs_dir, json, stdout). */
+/* The eBPF maps, read from bpffs: no daemon involved. maps_dump writes its
+ * failure reason to its stream; buffered so that the reason goes to stderr
+ * as the one "mysteerctl:" line and stdout only ever gets a whole dump. */
 static int ctl_maps(const char *bpffs_dir, bool json)
 {
-	(void)bpffs_dir;
-	(void)json;
-	return fail("maps: not built yet");
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&text, &len);
+	int rc;
+
+	if (!mem)
+		return fail("maps: %s", strerror(errno));
+	rc = maps_dump(bpffs_dir, json, mem);
+	if (fclose(mem) != 0) {
+		free(text);
+		return fail("maps: %s", strerror(errno));
+	}
+	if (rc < 0) {
+		len = strcspn(text, "\n");
+		rc = fail("maps: %.*s", (int)len, text);
+		free(text);
+		return rc;
+	}
+	rc = fwrite(text, 1, len, stdout) == len && fflush(stdout) == 0;
+	free(text);
+	return rc ? CTL_EXIT_OK : fail("stdout: %s", strerror(errno));
 }
 
 static int bpffs_dir_of(const struct ctl_request *req, char *out, size_t len)

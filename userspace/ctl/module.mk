@@ -1,6 +1,8 @@
 # ctl: mysteerctl, the control CLI (admin socket client). It links the config
-# (to find admin_socket with -c FILE) and the log module only: no daemon code.
-CTL_OBJS := $(BUILD)/obj/userspace/ctl/ctl.o $(CONFIG_OBJS) $(BUILD)/obj/userspace/common/log.o
+# (to find admin_socket with -c FILE), the log module and maps_dump (`maps`,
+# named by path: userspace/maps/module.mk is read after this one).
+CTL_OBJS := $(BUILD)/obj/userspace/ctl/ctl.o $(CONFIG_OBJS) $(BUILD)/obj/userspace/common/log.o \
+	    $(BUILD)/obj/userspace/maps/dump.o
 
 BINS += $(BUILD)/mysteerctl
 $(BUILD)/mysteerctl: $(BUILD)/obj/userspace/ctl/main.o $(CTL_OBJS)
