@@ -194,6 +194,16 @@ START_TEST(test_long_line)
 }
 END_TEST
 
+START_TEST(test_bom)
+{
+	struct config *c = load_text("\xEF\xBB\xBF[backend:a]\nhost = h\n");
+
+	ck_assert_msg(c, "%s", errbuf);
+	ck_assert_str_eq(c->backends[0].name, "a");
+	config_free(c);
+}
+END_TEST
+
 /* ---- errors: one line FILE:LINE: reason ---- */
 
 struct bad {
@@ -520,6 +530,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_full_config);
 	tcase_add_test(tc, test_minimal_defaults);
 	tcase_add_test(tc, test_long_line);
+	tcase_add_test(tc, test_bom);
 	tcase_add_loop_test(tc, test_bad_config, 0,
 	                    (int)(sizeof(bad_configs) / sizeof(bad_configs[0])));
 	tcase_add_test(tc, test_missing_file);

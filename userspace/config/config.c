@@ -654,6 +654,8 @@ static void scan_section(struct pctx *p, const char *chunk)
 	const char *s = chunk, *e;
 	char name[TOPO_NAME_MAX + 32];
 
+	if (p->line == 1 && !strncmp(s, "\xEF\xBB\xBF", 3))
+		s += 3; /* inih skips a UTF-8 BOM too */
 	while (isspace((unsigned char)*s))
 		s++;
 	if (*s != '[')

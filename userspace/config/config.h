@@ -96,7 +96,9 @@ struct config {
 
 /* Loads and validates path into a freshly allocated config. On error returns
  * NULL with one line "FILE:LINE: reason" in err. Warnings (two backends at one
- * address, a password in a file others can read) go to the log. */
+ * address, a password in a file others can read) go to the log. Not
+ * reentrant: libinih's options are process globals, so load from one thread
+ * at a time (startup, reload). */
 struct config *config_load(const char *path, char *err, size_t errlen);
 void config_free(struct config *c);
 
