@@ -28,37 +28,37 @@ enum cls_token {
 
 /* Flags are computed for every statement, whatever its token. */
 enum cls_flag {
-	CLS_F_TEMP_TABLE = 1u << 0,     /* CREATE/DROP TEMPORARY TABLE */
-	CLS_F_USER_VAR_READ = 1u << 1,  /* reads a @user variable */
-	CLS_F_USER_VAR_WRITE = 1u << 2, /* assigns one: SET @a, SELECT @a :=, INTO @a */
-	CLS_F_MULTI = 1u << 3,          /* more than one statement */
-	CLS_F_HINT_WRITER = 1u << 4,    /* a mysteer:writer hint comment */
-	CLS_F_HINT_READER = 1u << 5,    /* a mysteer:reader hint comment */
-	CLS_F_PREV_STATE = 1u << 6,     /* reads the previous statement's connection
-					   state: run on the same backend connection */
-	CLS_F_NAMED_LOCK = 1u << 7,     /* GET_LOCK and friends */
-	CLS_F_AUTOCOMMIT_OFF = 1u << 8, /* SET autocommit=0 */
-	CLS_F_AUTOCOMMIT_ON = 1u << 9,  /* SET autocommit=1 */
-	CLS_F_USE = 1u << 10,           /* USE db: db_off/db_len give the name */
+	CLS_F_TEMP_TABLE = 1u << 0,       /* CREATE/DROP TEMPORARY TABLE */
+	CLS_F_USER_VAR_READ = 1u << 1,    /* reads a @user variable */
+	CLS_F_USER_VAR_WRITE = 1u << 2,   /* assigns one: SET @a, SELECT @a :=, INTO @a */
+	CLS_F_MULTI = 1u << 3,            /* more than one statement */
+	CLS_F_HINT_WRITER = 1u << 4,      /* a mysteer:writer hint comment */
+	CLS_F_HINT_READER = 1u << 5,      /* a mysteer:reader hint comment */
+	CLS_F_PREV_STATE = 1u << 6,       /* reads the previous statement's connection
+	                                     state: run on the same backend connection */
+	CLS_F_NAMED_LOCK = 1u << 7,       /* GET_LOCK and friends */
+	CLS_F_AUTOCOMMIT_OFF = 1u << 8,   /* SET autocommit=0 */
+	CLS_F_AUTOCOMMIT_ON = 1u << 9,    /* SET autocommit=1 */
+	CLS_F_USE = 1u << 10,             /* USE db: db_off/db_len give the name */
 	CLS_F_IMPLICIT_COMMIT = 1u << 11, /* DDL and others that end a transaction */
-	CLS_F_UNREPLAYABLE = 1u << 12,  /* session change the proxy cannot replay
-					   faithfully (pins the session) */
-	CLS_F_ROUTINE = 1u << 13,       /* calls a stored function or procedure */
-	CLS_F_UNTERMINATED = 1u << 14,  /* unterminated string or comment */
+	CLS_F_UNREPLAYABLE = 1u << 12,    /* session change the proxy cannot replay
+	                                     faithfully (pins the session) */
+	CLS_F_ROUTINE = 1u << 13,         /* calls a stored function or procedure */
+	CLS_F_UNTERMINATED = 1u << 14,    /* unterminated string or comment */
 	CLS_F_SET_TRANSACTION = 1u << 15, /* SET TRANSACTION ... */
 };
 
 /* Why the token is what it is (for --explain, logs and tests). */
 enum cls_reason {
 	CLS_R_NONE = 0,
-	CLS_R_EMPTY,          /* empty or comment-only */
-	CLS_R_SELECT,         /* plain read */
+	CLS_R_EMPTY,  /* empty or comment-only */
+	CLS_R_SELECT, /* plain read */
 	CLS_R_SHOW,
 	CLS_R_DML,
 	CLS_R_DDL,
-	CLS_R_LOCKING_READ,   /* FOR UPDATE / FOR SHARE / LOCK IN SHARE MODE */
+	CLS_R_LOCKING_READ, /* FOR UPDATE / FOR SHARE / LOCK IN SHARE MODE */
 	CLS_R_SELECT_INTO,
-	CLS_R_WRITE_FUNCTION, /* side-effect or connection-dependent builtin */
+	CLS_R_WRITE_FUNCTION,   /* side-effect or connection-dependent builtin */
 	CLS_R_UNKNOWN_FUNCTION, /* not a builtin: a stored function */
 	CLS_R_ROUTINE_TRUSTED,  /* stored routine declared READS SQL DATA / NO SQL */
 	CLS_R_CALL,
@@ -71,12 +71,13 @@ enum cls_reason {
 	CLS_R_NOT_UNDERSTOOD,
 	CLS_R_EXPLAIN,
 	CLS_R_ADMIN,          /* FLUSH, KILL, LOCK TABLES, XA, HANDLER, ... */
+	CLS_R_USER_VAR_WRITE, /* SELECT @a := ... (added by the classifier) */
 	CLS_R__COUNT
 };
 
 struct cls_result {
 	enum cls_token token;
-	uint32_t flags;         /* enum cls_flag */
+	uint32_t flags; /* enum cls_flag */
 	enum cls_reason reason;
 	uint32_t db_off, db_len; /* CLS_F_USE: the schema name (unquoted span) */
 };
@@ -94,7 +95,7 @@ enum cls_data_access {
 struct cls_routines;
 struct cls_routines *cls_routines_new(void);
 int cls_routines_add(struct cls_routines *rt, const char *schema, const char *name,
-		     enum cls_routine_kind kind, enum cls_data_access access);
+                     enum cls_routine_kind kind, enum cls_data_access access);
 /* TSV: schema<TAB>name<TAB>FUNCTION|PROCEDURE<TAB>data access. Returns 0, or -1
  * with a one-line "FILE:LINE: reason" in err. */
 int cls_routines_load_tsv(struct cls_routines *rt, const char *path, char *err, size_t errlen);
@@ -109,9 +110,11 @@ struct cls_options {
 
 /* Classifies sql[0..len). Never fails: anything not understood is CLS_WRITE. */
 void cls_classify(const struct cls_options *opt, const char *sql, size_t len,
-		  struct cls_result *out);
+                  struct cls_result *out);
 
 const char *cls_token_name(enum cls_token t);
 const char *cls_reason_name(enum cls_reason r);
+/* Name of flag bit (0 for CLS_F_TEMP_TABLE ...), NULL past the last. */
+const char *cls_flag_name(unsigned bit);
 
 #endif

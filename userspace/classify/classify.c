@@ -1,0 +1,1397 @@
+/*
+ * classify.c - the SQL classifier: lexer, statement grammar, decisions.
+ *
+ * One pass over the bytes. The lexer is table-driven (a class per byte, no
+ * locale) and returns one token at a time; strings and comments are skipped
+ * 16 bytes at a time with SSE2 where available. The grammar keeps a small
+ * explicit state (the current token and the two before it, a parenthesis
+ * depth counter, a few booleans), never recurses and never allocates, so time
+ * is linear in the input and the stack is bounded whatever the nesting.
+ *
+ * The statement head (first keywords) picks a token; the body scan then
+ * looks, to the end of the statement, for what can turn a read into a write
+ * (locking clauses, INTO, side-effect or unknown functions, user variable
+ * assignment, DML verbs inside WITH) and for the flags. Every statement of a
+ * multi-statement is scanned so that its flags are known, although the
+ * token of a multi-statement is always write.
+ */
+#include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "classify/classify_int.h"
+#include "classify/words.h"
+
+/* ---- lexer ------------------------------------------------------------ */
+
+enum tk {
+	T_EOF = 0,
+	T_WORD,   /* identifier or keyword */
+	T_NUM,    /* starts with a digit: number (or odd identifier) */
+	T_QID,    /* `quoted identifier` */
+	T_STR,    /* '...' or "..." */
+	T_VAR,    /* @user_var */
+	T_SYSVAR, /* @@[scope.]system_var */
+	T_LP,
+	T_RP,
+	T_SEMI,
+	T_COMMA,
+	T_DOT,
+	T_ASSIGN, /* := */
+	T_EQ,
+	T_OTHER,
+};
+
+/* Byte classes for the lexer's dispatch. */
+enum cc {
+	C_OTHER = 0,
+	C_SPACE,
+	C_WORD,
+	C_DIGIT,
+	C_QUOTE,
+	C_BQ,
+	C_AT,
+	C_LP,
+	C_RP,
+	C_SEMI,
+	C_COMMA,
+	C_DOT,
+	C_COLON,
+	C_EQ,
+	C_HASH,
+	C_DASH,
+	C_SLASH,
+	C_STAR,
+	C_NUL,
+};
+
+static const uint8_t cclass[256] = {
+    [0] = C_NUL,
+    ['\t'] = C_SPACE,
+    ['\n'] = C_SPACE,
+    ['\v'] = C_SPACE,
+    ['\f'] = C_SPACE,
+    ['\r'] = C_SPACE,
+    [' '] = C_SPACE,
+    ['0' ... '9'] = C_DIGIT,
+    ['A' ... 'Z'] = C_WORD,
+    ['a' ... 'z'] = C_WORD,
+    ['_'] = C_WORD,
+    ['$'] = C_WORD,
+    [0x80 ... 0xff] = C_WORD, /* UTF-8 (valid or not) identifier bytes */
+    ['\''] = C_QUOTE,
+    ['"'] = C_QUOTE,
+    ['`'] = C_BQ,
+    ['@'] = C_AT,
+    ['('] = C_LP,
+    [')'] = C_RP,
+    [';'] = C_SEMI,
+    [','] = C_COMMA,
+    ['.'] = C_DOT,
+    [':'] = C_COLON,
+    ['='] = C_EQ,
+    ['#'] = C_HASH,
+    ['-'] = C_DASH,
+    ['/'] = C_SLASH,
+    ['*'] = C_STAR,
+};
+
+static inline bool is_wordc(uint8_t c)
+{
+	return cclass[c] == C_WORD || cclass[c] == C_DIGIT;
+}
+
+struct tok {
+	uint8_t type;        /* enum tk */
+	uint8_t fn;          /* builtin class of a T_WORD */
+	uint8_t kwf;         /* keyword flags of a T_WORD */
+	bool tctx;           /* a name in table context: "name (" is no call */
+	bool qual;           /* name after "x.": qoff/qlen give x */
+	uint16_t kw;         /* keyword of a T_WORD */
+	uint32_t off, len;   /* span; for quoted tokens the content */
+	uint32_t qoff, qlen; /* qualifier span */
+};
+
+struct lx {
+	const uint8_t *base, *p, *end;
+	const uint8_t *last_end; /* end of the previous token */
+	bool in_exec;            /* inside an executable comment */
+	uint8_t last_type;       /* type of the previous token */
+	bool nul;                /* a NUL byte outside strings and comments */
+	uint32_t flags;          /* hints and CLS_F_UNTERMINATED */
+};
+
+/* Index of the first b1 or b2 (or '\\' when esc) in [p, end), or end. */
+static const uint8_t *scan_quote(const uint8_t *p, const uint8_t *end, uint8_t q)
+{
+#if defined(__SSE2__)
+	const __m128i vq = _mm_set1_epi8((char)q), vb = _mm_set1_epi8('\\');
+
+	while (end - p >= 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)p);
+		int m =
+		    _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, vq), _mm_cmpeq_epi8(v, vb)));
+
+		if (m)
+			return p + __builtin_ctz((unsigned)m);
+		p += 16;
+	}
+#endif
+	while (p < end && *p != q && *p != '\\')
+		p++;
+	return p;
+}
+
+/* First '*' in [p, end), or end. */
+static const uint8_t *scan_star(const uint8_t *p, const uint8_t *end)
+{
+	const uint8_t *s = memchr(p, '*', (size_t)(end - p));
+
+	return s ? s : end;
+}
+
+/* Skips a quoted string or identifier whose opening quote is at p[-1];
+ * returns the position after the closing quote, or end (unterminated). */
+static const uint8_t *skip_quoted(struct lx *lx, const uint8_t *p, uint8_t q)
+{
+	const uint8_t *end = lx->end;
+
+	for (;;) {
+		p = q == '`' ? memchr(p, '`', (size_t)(end - p)) : scan_quote(p, end, q);
+		if (!p || p >= end) {
+			lx->flags |= CLS_F_UNTERMINATED;
+			return end;
+		}
+		if (*p == '\\') { /* escapes the next byte, whatever it is */
+			p += 2;
+			if (p > end)
+				p = end;
+			continue;
+		}
+		if (p + 1 < end && p[1] == q) { /* doubled quote */
+			p += 2;
+			continue;
+		}
+		return p + 1;
+	}
+}
+
+static bool ieq_ascii(const uint8_t *s, const char *lit, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (cls_lower(s[i]) != (uint8_t)lit[i])
+			return false;
+	return true;
+}
+
+/* A plain comment's content: is it a routing hint? */
+static void check_hint(struct lx *lx, const uint8_t *s, const uint8_t *e)
+{
+	while (s < e && cclass[*s] == C_SPACE)
+		s++;
+	if (e - s < 14 || !ieq_ascii(s, "mysteer:", 8))
+		return;
+	if (ieq_ascii(s + 8, "writer", 6))
+		lx->flags |= CLS_F_HINT_WRITER;
+	else if (ieq_ascii(s + 8, "reader", 6))
+		lx->flags |= CLS_F_HINT_READER;
+}
+
+/* Handles the comment starting at p ("/\*" seen). Returns where lexing goes
+ * on: after the comment, or inside an executable comment. */
+static const uint8_t *skip_block_comment(struct lx *lx, const uint8_t *p)
+{
+	const uint8_t *end = lx->end, *s = p + 2;
+
+	if (s < end && (*s == '!' || (*s == 'M' && s + 1 < end && s[1] == '!'))) {
+		s += *s == '!' ? 1 : 2;
+		for (int i = 0; i < 6 && s < end && cclass[*s] == C_DIGIT; i++)
+			s++;
+		lx->in_exec = true; /* its content is SQL: lex it */
+		return s;
+	}
+	for (const uint8_t *q = s;;) {
+		q = scan_star(q, end);
+		if (q + 1 >= end) {
+			lx->flags |= CLS_F_UNTERMINATED;
+			return end;
+		}
+		if (q[1] == '/') {
+			if (s < end && *s != '+') /* optimizer hints are not ours */
+				check_hint(lx, s, q);
+			return q + 2;
+		}
+		q++;
+	}
+}
+
+static const uint8_t *skip_line(const uint8_t *p, const uint8_t *end)
+{
+	const uint8_t *n = memchr(p, '\n', (size_t)(end - p));
+
+	return n ? n + 1 : end;
+}
+
+static void lex_word(struct lx *lx, struct tok *t, const uint8_t *p)
+{
+	const uint8_t *s = p, *end = lx->end;
+	const struct word *w;
+
+	while (p < end && is_wordc(*p))
+		p++;
+	t->type = T_WORD;
+	t->off = (uint32_t)(s - lx->base);
+	t->len = (uint32_t)(p - s);
+	lx->p = p;
+	w = words_find(s, (size_t)(p - s));
+	if (w) {
+		t->kw = w->kw;
+		t->kwf = w->kwf;
+		t->fn = w->fn;
+	}
+}
+
+/* @var, @'var', @@scope.var. A "@" right after a string, name or quoted
+ * name is the host part of 'user'@'host', not a variable. */
+static void lex_at(struct lx *lx, struct tok *t, const uint8_t *p, bool glued)
+{
+	const uint8_t *end = lx->end, *s;
+
+	p++;
+	if (glued) {
+		t->type = T_OTHER;
+		lx->p = p;
+		return;
+	}
+	if (p < end && *p == '@') {
+		s = ++p;
+		while (p < end && (is_wordc(*p) || *p == '.'))
+			p++;
+		t->type = T_SYSVAR;
+		t->off = (uint32_t)(s - lx->base);
+		t->len = (uint32_t)(p - s);
+		lx->p = p;
+		return;
+	}
+	t->type = T_VAR;
+	if (p < end && (*p == '\'' || *p == '"' || *p == '`')) {
+		s = p + 1;
+		p = skip_quoted(lx, s, *p);
+		t->off = (uint32_t)(s - lx->base);
+		t->len = (uint32_t)(p - s) - (p > s && p[-1] == s[-1] ? 1 : 0);
+		lx->p = p;
+		return;
+	}
+	s = p;
+	while (p < end && (is_wordc(*p) || *p == '.'))
+		p++;
+	t->off = (uint32_t)(s - lx->base);
+	t->len = (uint32_t)(p - s);
+	lx->p = p;
+}
+
+static void lex(struct lx *lx, struct tok *t)
+{
+	const uint8_t *p = lx->p, *end = lx->end, *s;
+	bool glued;
+
+	memset(t, 0, sizeof(*t));
+	for (;;) {
+		while (p < end && cclass[*p] == C_SPACE)
+			p++;
+		if (p >= end) {
+			if (lx->in_exec)
+				lx->flags |= CLS_F_UNTERMINATED;
+			lx->p = end;
+			t->type = T_EOF;
+			t->off = (uint32_t)(end - lx->base);
+			return;
+		}
+		switch (cclass[*p]) {
+		case C_HASH:
+			p = skip_line(p, end);
+			continue;
+		case C_DASH:
+			if (p + 1 < end && p[1] == '-' && (p + 2 == end || p[2] <= ' ')) {
+				p = skip_line(p, end);
+				continue;
+			}
+			break;
+		case C_SLASH:
+			if (p + 1 < end && p[1] == '*') {
+				p = skip_block_comment(lx, p);
+				continue;
+			}
+			break;
+		case C_STAR:
+			if (lx->in_exec && p + 1 < end && p[1] == '/') {
+				lx->in_exec = false;
+				p += 2;
+				continue;
+			}
+			break;
+		}
+		break;
+	}
+	glued = p == lx->last_end && lx->p != lx->base &&
+	        (lx->last_type == T_STR || lx->last_type == T_QID || lx->last_type == T_WORD);
+	t->off = (uint32_t)(p - lx->base);
+	t->len = 1;
+	switch (cclass[*p]) {
+	case C_WORD:
+		lex_word(lx, t, p);
+		break;
+	case C_DIGIT:
+		s = p;
+		while (p < end && (is_wordc(*p) || *p == '.'))
+			p++;
+		t->type = T_NUM;
+		t->len = (uint32_t)(p - s);
+		lx->p = p;
+		break;
+	case C_QUOTE:
+	case C_BQ:
+		s = p + 1;
+		p = skip_quoted(lx, s, *p);
+		t->type = cclass[s[-1]] == C_BQ ? T_QID : T_STR;
+		t->off = (uint32_t)(s - lx->base);
+		t->len = (uint32_t)(p - s) - (p > s && p[-1] == s[-1] ? 1 : 0);
+		lx->p = p;
+		break;
+	case C_AT:
+		lex_at(lx, t, p, glued);
+		break;
+	case C_COLON:
+		if (p + 1 < end && p[1] == '=') {
+			t->type = T_ASSIGN;
+			lx->p = p + 2;
+			break;
+		}
+		t->type = T_OTHER;
+		lx->p = p + 1;
+		break;
+	case C_NUL:
+		lx->nul = true;
+		t->type = T_OTHER;
+		lx->p = p + 1;
+		break;
+	default: {
+		static const uint8_t single[] = {
+		    [C_LP] = T_LP,       [C_RP] = T_RP,   [C_SEMI] = T_SEMI,
+		    [C_COMMA] = T_COMMA, [C_DOT] = T_DOT, [C_EQ] = T_EQ,
+		};
+		uint8_t c = cclass[*p];
+
+		t->type = c < sizeof(single) && single[c] ? single[c] : T_OTHER;
+		lx->p = p + 1;
+		break;
+	}
+	}
+	lx->last_end = lx->p;
+	lx->last_type = t->type;
+}
+
+/* ---- grammar ---------------------------------------------------------- */
+
+enum mode {
+	M_NONE = 0,       /* only variables and system variables */
+	M_CALLS = 1 << 0, /* function calls matter */
+	M_QUERY = 1 << 1, /* a read: locking clauses, INTO, DML verbs matter */
+};
+
+enum pend { P_NONE = 0, P_VAR, P_DML };
+
+struct ps {
+	struct lx lx;
+	struct tok t, prev, prev2;
+	const struct cls_options *opt;
+	const char *db; /* current schema (changes with USE in a multi-statement) */
+	size_t dblen;
+	uint32_t use_off, use_len;
+	/* per statement */
+	uint32_t flags;
+	enum cls_token tok;
+	enum cls_reason rd_reason, wr_reason;
+	bool wr;      /* forced to write */
+	bool explain; /* EXPLAIN/ANALYZE of a statement */
+	bool into;    /* after INTO: @vars are assigned */
+	bool in_with; /* in a WITH list: "name (" is a CTE column list */
+	uint8_t pend; /* enum pend: decided by the next token */
+	int depth, with_depth, base_depth;
+	unsigned calls; /* function calls and subqueries seen (SET values) */
+};
+
+static void force_write(struct ps *s, enum cls_reason r)
+{
+	if (!s->wr) {
+		s->wr = true;
+		s->wr_reason = r;
+	}
+}
+
+static bool is_name(const struct tok *t)
+{
+	return t->type == T_WORD || t->type == T_QID;
+}
+
+static void adv(struct ps *s)
+{
+	s->prev2 = s->prev;
+	s->prev = s->t;
+	lex(&s->lx, &s->t);
+	if (!is_name(&s->t))
+		return;
+	if (s->prev.type == T_DOT && is_name(&s->prev2)) {
+		s->t.qual = true;
+		s->t.qoff = s->prev2.off;
+		s->t.qlen = s->prev2.len;
+		s->t.tctx = s->prev2.tctx;
+		return;
+	}
+	if (s->prev.type == T_WORD && (s->prev.kwf & KWF_T))
+		s->t.tctx = true;
+	else if (s->prev.type == T_COMMA && s->in_with && s->depth == s->with_depth)
+		s->t.tctx = true;
+}
+
+static inline bool at_end(const struct ps *s)
+{
+	return s->t.type == T_EOF || s->t.type == T_SEMI;
+}
+
+static const char *txt(const struct ps *s, uint32_t off)
+{
+	return (const char *)s->lx.base + off;
+}
+
+/* A call of something that is not a builtin: a stored function. */
+static void on_stored_function(struct ps *s, const struct tok *name)
+{
+	const char *schema = s->db;
+	size_t slen = s->dblen;
+	enum cls_data_access a;
+
+	s->flags |= CLS_F_ROUTINE;
+	if (name->qual) {
+		schema = txt(s, name->qoff);
+		slen = name->qlen;
+	}
+	if (s->opt && s->opt->trust_routines && schema &&
+	    cls_routines_find(s->opt->routines, schema, slen, txt(s, name->off), name->len,
+	                      CLS_ROUTINE_FUNCTION, &a) &&
+	    (a == CLS_ACCESS_READS_SQL_DATA || a == CLS_ACCESS_NO_SQL)) {
+		if (s->rd_reason == CLS_R_SELECT)
+			s->rd_reason = CLS_R_ROUTINE_TRUSTED;
+		return;
+	}
+	force_write(s, CLS_R_UNKNOWN_FUNCTION);
+}
+
+static void on_call(struct ps *s, const struct tok *name)
+{
+	s->calls++;
+	if (name->type == T_QID || name->qual) {
+		on_stored_function(s, name);
+		return;
+	}
+	switch (name->fn) {
+	case FN_P:
+		return;
+	case FN_S:
+		s->flags |= CLS_F_PREV_STATE;
+		force_write(s, CLS_R_WRITE_FUNCTION);
+		return;
+	case FN_L:
+		s->flags |= CLS_F_NAMED_LOCK;
+		force_write(s, CLS_R_WRITE_FUNCTION);
+		return;
+	case FN_W:
+	case FN_C:
+		force_write(s, CLS_R_WRITE_FUNCTION);
+		return;
+	}
+	if (name->kwf & KWF_N)
+		return;
+	on_stored_function(s, name);
+}
+
+/* The name part of @@[scope.]name, and whether the scope is global. */
+static void sysvar_name(const struct ps *s, const struct tok *t, const uint8_t **name, size_t *n,
+                        bool *global)
+{
+	const uint8_t *b = s->lx.base + t->off, *e = b + t->len, *d = b;
+
+	for (const uint8_t *p = b; p < e; p++)
+		if (*p == '.')
+			d = p + 1;
+	*global = d - b == 7 && ieq_ascii(b, "global.", 7);
+	*name = d;
+	*n = (size_t)(e - d);
+}
+
+static bool name_is(const uint8_t *s, size_t n, const char *lit)
+{
+	size_t l = strlen(lit);
+
+	return n == l && ieq_ascii(s, lit, l);
+}
+
+static void on_sysvar_read(struct ps *s, const struct tok *t)
+{
+	const uint8_t *n;
+	size_t len;
+	bool global;
+
+	s->calls++;
+	sysvar_name(s, t, &n, &len, &global);
+	if (name_is(n, len, "warning_count") || name_is(n, len, "error_count")) {
+		s->flags |= CLS_F_PREV_STATE;
+	} else if (name_is(n, len, "identity") || name_is(n, len, "last_insert_id")) {
+		s->flags |= CLS_F_PREV_STATE;
+		force_write(s, CLS_R_WRITE_FUNCTION);
+	}
+}
+
+/* Keywords that matter inside a read (M_QUERY). */
+static void on_query_word(struct ps *s)
+{
+	const struct tok *t = &s->t;
+	uint16_t pk = s->prev.type == T_WORD ? s->prev.kw : KW_NONE;
+	uint16_t pk2 = s->prev2.type == T_WORD ? s->prev2.kw : KW_NONE;
+
+	if (t->kw != KW_INTO)
+		s->into = false;
+	switch (t->kw) {
+	case KW_FOR:
+		if (pk == KW_VALUE && (pk2 == KW_NEXT || pk2 == KW_PREVIOUS))
+			force_write(s, CLS_R_WRITE_FUNCTION); /* NEXT VALUE FOR seq */
+		break;
+	case KW_UPDATE:
+		if (pk == KW_FOR)
+			force_write(s, CLS_R_LOCKING_READ);
+		else if (pk != KW_KEY)
+			force_write(s, CLS_R_DML); /* WITH ... UPDATE */
+		break;
+	case KW_SHARE:
+		if (pk == KW_FOR || (pk == KW_IN && pk2 == KW_LOCK))
+			force_write(s, CLS_R_LOCKING_READ);
+		break;
+	case KW_INTO:
+		s->into = true;
+		force_write(s, CLS_R_SELECT_INTO);
+		break;
+	case KW_DELETE:
+		force_write(s, CLS_R_DML);
+		break;
+	case KW_INSERT:
+	case KW_REPLACE:
+		s->pend = P_DML; /* unless it is INSERT( or REPLACE( */
+		break;
+	case KW_SELECT:
+	case KW_VALUES:
+	case KW_TABLE:
+		s->calls++; /* a subquery (SET @a = (SELECT ..)) */
+		if (s->in_with && s->depth == s->with_depth)
+			s->in_with = false;
+		break;
+	}
+}
+
+static void resolve_pending(struct ps *s, enum mode mode)
+{
+	uint8_t p = s->pend;
+
+	s->pend = P_NONE;
+	if (p == P_VAR) {
+		if (s->t.type == T_ASSIGN) {
+			s->flags |= CLS_F_USER_VAR_WRITE;
+			if (mode & M_QUERY)
+				force_write(s, CLS_R_USER_VAR_WRITE);
+		} else {
+			s->flags |= CLS_F_USER_VAR_READ;
+		}
+	} else if (p == P_DML && s->t.type != T_LP) {
+		force_write(s, CLS_R_DML);
+	}
+}
+
+/* Scans to the end of the statement (or, with stop_comma, to a "," at the
+ * depth the scan started at). */
+static void scan_body(struct ps *s, unsigned mode, bool stop_comma)
+{
+	s->base_depth = s->depth;
+	for (;; adv(s)) {
+		if (s->pend)
+			resolve_pending(s, (enum mode)mode);
+		switch (s->t.type) {
+		case T_EOF:
+		case T_SEMI:
+			return;
+		case T_COMMA:
+			if (stop_comma && s->depth == s->base_depth)
+				return;
+			break;
+		case T_LP:
+			if ((mode & M_CALLS) && is_name(&s->prev) && !s->prev.tctx)
+				on_call(s, &s->prev);
+			s->depth++;
+			break;
+		case T_RP:
+			if (s->depth > 0)
+				s->depth--;
+			break;
+		case T_VAR:
+			if (s->into && (mode & M_QUERY))
+				s->flags |= CLS_F_USER_VAR_WRITE;
+			else
+				s->pend = P_VAR;
+			break;
+		case T_SYSVAR:
+			on_sysvar_read(s, &s->t);
+			break;
+		case T_WORD:
+			if (s->t.kw == KW_WITH) {
+				s->in_with = true;
+				s->with_depth = s->depth;
+			} else if (s->t.kw && (mode & M_QUERY)) {
+				on_query_word(s);
+			}
+			break;
+		}
+	}
+}
+
+/* Consumes everything to the end of the input as one statement: routine
+ * bodies and compound statements contain ";". */
+static void scan_all(struct ps *s)
+{
+	while (s->t.type != T_EOF)
+		adv(s);
+}
+
+static void set_token(struct ps *s, enum cls_token tok, enum cls_reason r)
+{
+	s->tok = tok;
+	if (tok == CLS_WRITE)
+		force_write(s, r);
+	else
+		s->rd_reason = r;
+}
+
+static bool kw_is(const struct ps *s, enum kw k)
+{
+	return s->t.type == T_WORD && s->t.kw == k;
+}
+
+/* Trailing words after a complete statement mean we did not understand it. */
+static void expect_end(struct ps *s)
+{
+	if (at_end(s))
+		return;
+	force_write(s, CLS_R_NOT_UNDERSTOOD);
+	scan_body(s, M_NONE, false);
+}
+
+static void parse_begin(struct ps *s)
+{
+	adv(s);
+	if (kw_is(s, KW_WORK))
+		adv(s);
+	if (kw_is(s, KW_NOT)) { /* BEGIN NOT ATOMIC ... END: a compound statement */
+		set_token(s, CLS_WRITE, CLS_R_NOT_UNDERSTOOD);
+		scan_all(s);
+		return;
+	}
+	set_token(s, CLS_BEGIN, CLS_R_TRANSACTION);
+	expect_end(s);
+}
+
+static void parse_start(struct ps *s)
+{
+	bool ro = false, rw = false;
+
+	adv(s);
+	if (!kw_is(s, KW_TRANSACTION)) { /* START SLAVE, START REPLICA ... */
+		set_token(s, CLS_WRITE, CLS_R_ADMIN);
+		scan_body(s, M_NONE, false);
+		return;
+	}
+	adv(s);
+	while (!at_end(s)) {
+		if (kw_is(s, KW_READ)) {
+			adv(s);
+			if (kw_is(s, KW_ONLY))
+				ro = true;
+			else if (kw_is(s, KW_WRITE))
+				rw = true;
+			else
+				break;
+		} else if (kw_is(s, KW_WITH)) {
+			adv(s);
+			if (!kw_is(s, KW_CONSISTENT))
+				break;
+			adv(s);
+			if (!kw_is(s, KW_SNAPSHOT))
+				break;
+		} else if (s->t.type != T_COMMA) {
+			break;
+		}
+		adv(s);
+	}
+	set_token(s, ro && !rw ? CLS_BEGIN_RO : CLS_BEGIN, CLS_R_TRANSACTION);
+	expect_end(s);
+}
+
+/* COMMIT|ROLLBACK [WORK] [AND [NO] CHAIN] [[NO] RELEASE], ROLLBACK TO sp. */
+static void parse_end(struct ps *s, bool rollback)
+{
+	adv(s);
+	if (kw_is(s, KW_WORK))
+		adv(s);
+	if (rollback && kw_is(s, KW_TO)) {
+		set_token(s, CLS_WRITE, CLS_R_TRANSACTION);
+		scan_body(s, M_NONE, false);
+		return;
+	}
+	set_token(s, CLS_END, CLS_R_TRANSACTION);
+	if (kw_is(s, KW_AND)) {
+		adv(s);
+		if (kw_is(s, KW_NO))
+			adv(s);
+		else if (kw_is(s, KW_CHAIN))
+			force_write(s, CLS_R_TRANSACTION); /* a new transaction begins */
+		if (!kw_is(s, KW_CHAIN)) {
+			force_write(s, CLS_R_NOT_UNDERSTOOD);
+			scan_body(s, M_NONE, false);
+			return;
+		}
+		adv(s);
+	}
+	if (kw_is(s, KW_NO))
+		adv(s);
+	if (kw_is(s, KW_RELEASE))
+		adv(s);
+	expect_end(s);
+}
+
+static void parse_use(struct ps *s)
+{
+	adv(s);
+	set_token(s, CLS_SESSION, CLS_R_SET);
+	if (s->t.type != T_WORD && s->t.type != T_QID && s->t.type != T_NUM) {
+		force_write(s, CLS_R_NOT_UNDERSTOOD);
+		scan_body(s, M_NONE, false);
+		return;
+	}
+	s->flags |= CLS_F_USE;
+	s->use_off = s->t.off;
+	s->use_len = s->t.len;
+	s->db = txt(s, s->t.off);
+	s->dblen = s->t.len;
+	adv(s);
+	expect_end(s);
+}
+
+static void parse_call(struct ps *s)
+{
+	const char *schema = s->db, *name;
+	size_t slen = s->dblen, nlen;
+	enum cls_data_access a;
+
+	adv(s);
+	s->flags |= CLS_F_ROUTINE;
+	if (!is_name(&s->t)) {
+		set_token(s, CLS_WRITE, CLS_R_NOT_UNDERSTOOD);
+		scan_body(s, M_CALLS, false);
+		return;
+	}
+	name = txt(s, s->t.off);
+	nlen = s->t.len;
+	adv(s);
+	if (s->t.type == T_DOT) {
+		adv(s);
+		if (is_name(&s->t)) {
+			schema = name;
+			slen = nlen;
+			name = txt(s, s->t.off);
+			nlen = s->t.len;
+			adv(s);
+		}
+	}
+	if (s->opt && s->opt->trust_routines && schema &&
+	    cls_routines_find(s->opt->routines, schema, slen, name, nlen, CLS_ROUTINE_PROCEDURE,
+	                      &a) &&
+	    (a == CLS_ACCESS_READS_SQL_DATA || a == CLS_ACCESS_NO_SQL))
+		set_token(s, CLS_READ, CLS_R_ROUTINE_TRUSTED);
+	else
+		set_token(s, CLS_WRITE, CLS_R_CALL);
+	scan_body(s, M_CALLS, false);
+}
+
+static bool is_query_start(const struct ps *s)
+{
+	if (s->t.type == T_LP)
+		return true;
+	if (s->t.type != T_WORD)
+		return false;
+	switch (s->t.kw) {
+	case KW_SELECT:
+	case KW_WITH:
+	case KW_VALUES:
+	case KW_TABLE:
+	case KW_INSERT:
+	case KW_UPDATE:
+	case KW_DELETE:
+	case KW_REPLACE:
+		return true;
+	}
+	return false;
+}
+
+/* FORMAT = JSON|TRADITIONAL|TREE of EXPLAIN and ANALYZE. */
+static void skip_format(struct ps *s)
+{
+	if (!kw_is(s, KW_FORMAT))
+		return;
+	adv(s);
+	if (s->t.type == T_EQ)
+		adv(s);
+	if (!at_end(s))
+		adv(s);
+}
+
+/* EXPLAIN/DESCRIBE: of a statement (returns true: classify that statement)
+ * or of a table (a read). */
+static bool parse_explain(struct ps *s)
+{
+	adv(s);
+	while (kw_is(s, KW_EXTENDED) || kw_is(s, KW_PARTITIONS) || kw_is(s, KW_ANALYZE) ||
+	       kw_is(s, KW_FORMAT)) {
+		if (kw_is(s, KW_FORMAT))
+			skip_format(s);
+		else
+			adv(s);
+	}
+	if (is_query_start(s)) {
+		s->explain = true;
+		return true;
+	}
+	if (kw_is(s, KW_FOR) || s->t.type == T_WORD || s->t.type == T_QID) {
+		set_token(s, CLS_READ, CLS_R_SHOW); /* EXPLAIN FOR CONNECTION, DESCRIBE t */
+		scan_body(s, M_NONE, false);
+		return false;
+	}
+	set_token(s, CLS_WRITE, CLS_R_NOT_UNDERSTOOD);
+	scan_body(s, M_NONE, false);
+	return false;
+}
+
+/* ANALYZE TABLE (write) or MariaDB's ANALYZE stmt (runs stmt: its token). */
+static bool parse_analyze(struct ps *s)
+{
+	adv(s);
+	if (kw_is(s, KW_TABLE) || kw_is(s, KW_NO_WRITE_TO_BINLOG) || kw_is(s, KW_LOCAL)) {
+		s->flags |= CLS_F_IMPLICIT_COMMIT;
+		set_token(s, CLS_WRITE, CLS_R_ADMIN);
+		scan_body(s, M_NONE, false);
+		return false;
+	}
+	skip_format(s);
+	if (!is_query_start(s)) {
+		set_token(s, CLS_WRITE, CLS_R_NOT_UNDERSTOOD);
+		scan_body(s, M_NONE, false);
+		return false;
+	}
+	s->explain = true;
+	return true;
+}
+
+static void parse_show(struct ps *s)
+{
+	adv(s);
+	set_token(s, CLS_READ, CLS_R_SHOW);
+	if (kw_is(s, KW_WARNINGS) || kw_is(s, KW_ERRORS)) {
+		s->flags |= CLS_F_PREV_STATE;
+	} else if (kw_is(s, KW_COUNT)) { /* SHOW COUNT(*) WARNINGS|ERRORS */
+		s->flags |= CLS_F_PREV_STATE;
+	} else if (kw_is(s, KW_MASTER) || kw_is(s, KW_BINARY) || kw_is(s, KW_BINLOG)) {
+		/* the primary's binary log position is what is asked for */
+		set_token(s, CLS_WRITE, CLS_R_ADMIN);
+	}
+	scan_body(s, M_NONE, false);
+}
+
+static void parse_get(struct ps *s)
+{
+	adv(s);
+	if (kw_is(s, KW_CURRENT) || kw_is(s, KW_STACKED))
+		adv(s);
+	if (kw_is(s, KW_DIAGNOSTICS)) {
+		s->flags |= CLS_F_PREV_STATE;
+		set_token(s, CLS_READ, CLS_R_SHOW);
+	} else {
+		set_token(s, CLS_WRITE, CLS_R_NOT_UNDERSTOOD);
+	}
+	scan_body(s, M_NONE, false);
+}
+
+/* CREATE/ALTER/DROP/RENAME/TRUNCATE/GRANT/REVOKE. */
+static void parse_ddl(struct ps *s)
+{
+	uint16_t verb = s->t.kw;
+	bool temp = false;
+
+	set_token(s, CLS_WRITE, CLS_R_DDL);
+	adv(s);
+	if (verb == KW_CREATE && kw_is(s, KW_OR)) {
+		adv(s);
+		if (kw_is(s, KW_REPLACE))
+			adv(s);
+	}
+	if ((verb == KW_CREATE || verb == KW_DROP) && kw_is(s, KW_TEMPORARY))
+		temp = true;
+	if (temp)
+		s->flags |= CLS_F_TEMP_TABLE;
+	else
+		s->flags |= CLS_F_IMPLICIT_COMMIT;
+	if (verb == KW_CREATE) {
+		/* CREATE [DEFINER=..] [AGGREGATE] PROCEDURE|FUNCTION|TRIGGER|EVENT:
+		 * the body may hold ";" and belongs to this statement. */
+		for (int i = 0; i < 12 && !at_end(s) && s->t.type != T_LP; i++, adv(s)) {
+			if (kw_is(s, KW_PROCEDURE) || kw_is(s, KW_FUNCTION) ||
+			    kw_is(s, KW_TRIGGER) || kw_is(s, KW_EVENT)) {
+				scan_all(s);
+				return;
+			}
+		}
+	}
+	scan_body(s, M_NONE, false);
+}
+
+static void parse_admin(struct ps *s)
+{
+	switch (s->t.kw) {
+	case KW_LOCK:
+	case KW_OPTIMIZE:
+	case KW_REPAIR:
+	case KW_FLUSH:
+	case KW_CHECK:
+	case KW_CACHE:
+	case KW_LOAD:
+		s->flags |= CLS_F_IMPLICIT_COMMIT;
+		break;
+	case KW_PREPARE:
+		s->flags |= CLS_F_UNREPLAYABLE;
+		break;
+	}
+	set_token(s, CLS_WRITE, CLS_R_ADMIN);
+	adv(s);
+	scan_body(s, M_NONE, false);
+}
+
+/* SET STATEMENT a=1[, ...] FOR stmt: returns true with stmt at s->t. */
+static bool skip_set_statement(struct ps *s)
+{
+	int depth = 0;
+
+	for (adv(s); !at_end(s); adv(s)) {
+		if (s->t.type == T_LP)
+			depth++;
+		else if (s->t.type == T_RP && depth > 0)
+			depth--;
+		else if (depth == 0 && kw_is(s, KW_FOR)) {
+			adv(s);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The value of SET autocommit = v. */
+static void autocommit_value(struct ps *s)
+{
+	const uint8_t *v = s->lx.base + s->t.off;
+	size_t n = s->t.len;
+
+	if (s->t.type == T_NUM && n == 1 && (*v == '0' || *v == '1'))
+		s->flags |= *v == '0' ? CLS_F_AUTOCOMMIT_OFF : CLS_F_AUTOCOMMIT_ON;
+	else if (s->t.type == T_WORD && (name_is(v, n, "off") || name_is(v, n, "false")))
+		s->flags |= CLS_F_AUTOCOMMIT_OFF;
+	else if (s->t.type == T_WORD && (name_is(v, n, "on") || name_is(v, n, "true")))
+		s->flags |= CLS_F_AUTOCOMMIT_ON;
+	else
+		s->flags |= CLS_F_UNREPLAYABLE; /* an expression: cannot track */
+}
+
+/* One "target = value" of a SET list; returns false when not understood. */
+static bool parse_set_item(struct ps *s)
+{
+	bool global = false, autocommit = false;
+	unsigned calls;
+
+	if (kw_is(s, KW_GLOBAL) || kw_is(s, KW_PERSIST) || kw_is(s, KW_PERSIST_ONLY)) {
+		global = true;
+		adv(s);
+	} else if (kw_is(s, KW_SESSION) || kw_is(s, KW_LOCAL)) {
+		adv(s);
+	}
+	if (kw_is(s, KW_TRANSACTION)) {
+		s->flags |= CLS_F_SET_TRANSACTION;
+		if (global)
+			force_write(s, CLS_R_SET_GLOBAL);
+		scan_body(s, M_NONE, true);
+		return true;
+	}
+	if (kw_is(s, KW_NAMES) || kw_is(s, KW_CHARSET) || kw_is(s, KW_CHARACTER)) {
+		scan_body(s, M_CALLS, true);
+		return true;
+	}
+	if (s->t.type == T_VAR) {
+		s->flags |= CLS_F_USER_VAR_WRITE;
+	} else if (s->t.type == T_SYSVAR) {
+		const uint8_t *n;
+		size_t len;
+		bool g;
+
+		sysvar_name(s, &s->t, &n, &len, &g);
+		global |= g;
+		autocommit = name_is(n, len, "autocommit");
+	} else if (is_name(&s->t)) {
+		autocommit = name_is(s->lx.base + s->t.off, s->t.len, "autocommit");
+	} else {
+		return false;
+	}
+	adv(s);
+	if (s->t.type == T_DOT) { /* SET [SESSION] component.var */
+		adv(s);
+		adv(s);
+	}
+	if (s->t.type != T_EQ && s->t.type != T_ASSIGN)
+		return false;
+	adv(s);
+	if (global)
+		force_write(s, CLS_R_SET_GLOBAL);
+	if (autocommit)
+		autocommit_value(s);
+	calls = s->calls;
+	scan_body(s, M_CALLS | M_QUERY, true);
+	if (s->calls != calls) /* a function or subquery: may differ per backend */
+		s->flags |= CLS_F_UNREPLAYABLE;
+	return true;
+}
+
+/* SET: returns true when a statement to classify follows (SET STATEMENT). */
+static bool parse_set(struct ps *s)
+{
+	adv(s);
+	set_token(s, CLS_SESSION, CLS_R_SET);
+	if (kw_is(s, KW_STATEMENT)) {
+		if (skip_set_statement(s))
+			return true;
+		set_token(s, CLS_WRITE, CLS_R_NOT_UNDERSTOOD);
+		return false;
+	}
+	if (kw_is(s, KW_PASSWORD) || kw_is(s, KW_DEFAULT)) { /* SET PASSWORD, SET DEFAULT ROLE */
+		set_token(s, CLS_WRITE, CLS_R_SET_GLOBAL);
+		scan_body(s, M_NONE, false);
+		return false;
+	}
+	if (kw_is(s, KW_ROLE)) {
+		scan_body(s, M_NONE, false);
+		return false;
+	}
+	for (;;) {
+		if (!parse_set_item(s)) {
+			force_write(s, CLS_R_NOT_UNDERSTOOD);
+			scan_body(s, M_NONE, false);
+			return false;
+		}
+		if (s->t.type != T_COMMA)
+			break;
+		adv(s);
+	}
+	/* a function with side effects in a value: the write wins over session,
+	 * and such a SET cannot be replayed either */
+	if (s->wr)
+		s->tok = CLS_WRITE;
+	expect_end(s);
+	return false;
+}
+
+static void reset_stmt(struct ps *s)
+{
+	s->flags = 0;
+	s->tok = CLS_READ;
+	s->rd_reason = CLS_R_SELECT;
+	s->wr_reason = CLS_R_NONE;
+	s->wr = s->explain = s->into = s->in_with = false;
+	s->pend = P_NONE;
+	s->depth = s->with_depth = s->base_depth = 0;
+	s->calls = 0;
+}
+
+/* Parses one statement starting at s->t; stops at its ";" or the end. */
+static void parse_stmt(struct ps *s)
+{
+	reset_stmt(s);
+	for (;;) {
+		while (s->t.type == T_LP) {
+			s->depth++;
+			adv(s);
+		}
+		if (at_end(s)) {
+			if (s->depth || s->explain)
+				set_token(s, CLS_WRITE, CLS_R_NOT_UNDERSTOOD);
+			return;
+		}
+		if (s->t.type != T_WORD) {
+			set_token(s, CLS_WRITE, CLS_R_NOT_UNDERSTOOD);
+			scan_body(s, M_NONE, false);
+			return;
+		}
+		switch (s->t.kw) {
+		case KW_WITH:
+		case KW_SELECT:
+		case KW_VALUES:
+		case KW_TABLE:
+			set_token(s, CLS_READ, CLS_R_SELECT);
+			scan_body(s, M_CALLS | M_QUERY, false);
+			return;
+		case KW_DO:
+			set_token(s, CLS_READ, CLS_R_SELECT);
+			adv(s);
+			scan_body(s, M_CALLS | M_QUERY, false);
+			return;
+		case KW_INSERT:
+		case KW_UPDATE:
+		case KW_DELETE:
+		case KW_REPLACE:
+			set_token(s, CLS_WRITE, CLS_R_DML);
+			scan_body(s, M_CALLS, false);
+			return;
+		case KW_EXPLAIN:
+		case KW_DESCRIBE:
+		case KW_DESC:
+			if (!parse_explain(s))
+				return;
+			continue;
+		case KW_ANALYZE:
+			if (!parse_analyze(s))
+				return;
+			continue;
+		case KW_SET:
+			if (!parse_set(s))
+				return;
+			continue;
+		case KW_SHOW:
+			parse_show(s);
+			return;
+		case KW_HELP:
+			set_token(s, CLS_READ, CLS_R_SHOW);
+			scan_body(s, M_NONE, false);
+			return;
+		case KW_USE:
+			parse_use(s);
+			return;
+		case KW_BEGIN:
+			parse_begin(s);
+			return;
+		case KW_START:
+			parse_start(s);
+			return;
+		case KW_COMMIT:
+		case KW_ROLLBACK:
+			parse_end(s, s->t.kw == KW_ROLLBACK);
+			return;
+		case KW_SAVEPOINT:
+		case KW_RELEASE:
+			set_token(s, CLS_WRITE, CLS_R_TRANSACTION);
+			scan_body(s, M_NONE, false);
+			return;
+		case KW_CALL:
+			parse_call(s);
+			return;
+		case KW_GET:
+			parse_get(s);
+			return;
+		case KW_CREATE:
+		case KW_ALTER:
+		case KW_DROP:
+		case KW_RENAME:
+		case KW_TRUNCATE:
+		case KW_GRANT:
+		case KW_REVOKE:
+			parse_ddl(s);
+			return;
+		case KW_LOAD:
+		case KW_LOCK:
+		case KW_UNLOCK:
+		case KW_XA:
+		case KW_HANDLER:
+		case KW_FLUSH:
+		case KW_KILL:
+		case KW_RESET:
+		case KW_PURGE:
+		case KW_CHANGE:
+		case KW_STOP:
+		case KW_INSTALL:
+		case KW_UNINSTALL:
+		case KW_OPTIMIZE:
+		case KW_REPAIR:
+		case KW_CHECK:
+		case KW_CHECKSUM:
+		case KW_CACHE:
+		case KW_BINLOG:
+		case KW_SIGNAL:
+		case KW_RESIGNAL:
+		case KW_PREPARE:
+		case KW_EXECUTE:
+		case KW_DEALLOCATE:
+		case KW_SHUTDOWN:
+		case KW_BACKUP:
+			parse_admin(s);
+			return;
+		default:
+			set_token(s, CLS_WRITE, CLS_R_NOT_UNDERSTOOD);
+			scan_body(s, M_NONE, false);
+			return;
+		}
+	}
+}
+
+static void finish_stmt(struct ps *s, enum cls_token *tok, enum cls_reason *reason)
+{
+	if (s->wr) {
+		*tok = CLS_WRITE;
+		*reason = s->wr_reason;
+		return;
+	}
+	*tok = s->tok;
+	*reason = s->rd_reason;
+	if (s->explain && *tok == CLS_READ)
+		*reason = CLS_R_EXPLAIN;
+}
+
+void cls_classify(const struct cls_options *opt, const char *sql, size_t len,
+                  struct cls_result *out)
+{
+	struct ps s;
+	unsigned nstmt = 0;
+	uint32_t flags = 0;
+
+	words_init();
+	memset(&s, 0, sizeof(s));
+	s.lx.base = s.lx.p = (const uint8_t *)sql;
+	s.lx.end = s.lx.base + len;
+	s.lx.last_end = s.lx.base;
+	s.opt = opt;
+	if (opt && opt->current_db && opt->current_db_len) {
+		s.db = opt->current_db;
+		s.dblen = opt->current_db_len;
+	}
+	memset(out, 0, sizeof(*out));
+	out->token = CLS_READ;
+	out->reason = CLS_R_EMPTY;
+	lex(&s.lx, &s.t);
+	for (;;) {
+		enum cls_token tok;
+		enum cls_reason reason;
+
+		while (s.t.type == T_SEMI)
+			adv(&s);
+		if (s.t.type == T_EOF)
+			break;
+		parse_stmt(&s);
+		finish_stmt(&s, &tok, &reason);
+		flags |= s.flags;
+		if (++nstmt == 1) {
+			out->token = tok;
+			out->reason = reason;
+		}
+	}
+	if (flags & CLS_F_USE) {
+		out->db_off = s.use_off;
+		out->db_len = s.use_len;
+	}
+	flags |= s.lx.flags;
+	if ((flags & CLS_F_HINT_WRITER) && out->token == CLS_READ) {
+		out->token = CLS_WRITE;
+		out->reason = CLS_R_HINT;
+	} else if ((flags & CLS_F_HINT_WRITER) && out->token == CLS_BEGIN_RO) {
+		out->token = CLS_BEGIN;
+		out->reason = CLS_R_HINT;
+	}
+	if (nstmt > 1) {
+		flags |= CLS_F_MULTI;
+		out->token = CLS_WRITE;
+		out->reason = CLS_R_MULTI;
+	}
+	if (s.lx.nul) {
+		out->token = CLS_WRITE;
+		out->reason = CLS_R_NOT_UNDERSTOOD;
+	}
+	if (flags & CLS_F_UNTERMINATED) {
+		out->token = CLS_WRITE;
+		out->reason = CLS_R_UNTERMINATED;
+	}
+	out->flags = flags;
+}
+
+const char *cls_token_name(enum cls_token t)
+{
+	static const char *const names[] = {
+	    [CLS_READ] = "read",   [CLS_WRITE] = "write",       [CLS_SESSION] = "session",
+	    [CLS_BEGIN] = "begin", [CLS_BEGIN_RO] = "begin_ro", [CLS_END] = "end",
+	};
+
+	if ((unsigned)t >= sizeof(names) / sizeof(names[0]) || !names[t])
+		return "write";
+	return names[t];
+}
+
+const char *cls_reason_name(enum cls_reason r)
+{
+	static const char *const names[CLS_R__COUNT] = {
+	    [CLS_R_NONE] = "none",
+	    [CLS_R_EMPTY] = "empty",
+	    [CLS_R_SELECT] = "select",
+	    [CLS_R_SHOW] = "show",
+	    [CLS_R_DML] = "dml",
+	    [CLS_R_DDL] = "ddl",
+	    [CLS_R_LOCKING_READ] = "locking_read",
+	    [CLS_R_SELECT_INTO] = "select_into",
+	    [CLS_R_WRITE_FUNCTION] = "write_function",
+	    [CLS_R_UNKNOWN_FUNCTION] = "unknown_function",
+	    [CLS_R_ROUTINE_TRUSTED] = "routine_trusted",
+	    [CLS_R_CALL] = "call",
+	    [CLS_R_MULTI] = "multi",
+	    [CLS_R_HINT] = "hint",
+	    [CLS_R_SET] = "set",
+	    [CLS_R_SET_GLOBAL] = "set_global",
+	    [CLS_R_TRANSACTION] = "transaction",
+	    [CLS_R_UNTERMINATED] = "unterminated",
+	    [CLS_R_NOT_UNDERSTOOD] = "not_understood",
+	    [CLS_R_EXPLAIN] = "explain",
+	    [CLS_R_ADMIN] = "admin",
+	    [CLS_R_USER_VAR_WRITE] = "user_var_write",
+	};
+
+	if ((unsigned)r >= CLS_R__COUNT || !names[r])
+		return "unknown";
+	return names[r];
+}
+
+const char *cls_flag_name(unsigned bit)
+{
+	static const char *const names[] = {
+	    "temp_table",      "user_var_read", "user_var_write",
+	    "multi",           "hint_writer",   "hint_reader",
+	    "prev_state",      "named_lock",    "autocommit_off",
+	    "autocommit_on",   "use",           "implicit_commit",
+	    "unreplayable",    "routine",       "unterminated",
+	    "set_transaction",
+	};
+
+	return bit < sizeof(names) / sizeof(names[0]) ? names[bit] : NULL;
+}

@@ -1,0 +1,22 @@
+/*
+ * classify_int.h - internals shared by the classifier's files (not an API):
+ * the routine table lookup used by the grammar and ASCII helpers that do not
+ * depend on the locale.
+ */
+#ifndef MYSTEER_CLASSIFY_INT_H
+#define MYSTEER_CLASSIFY_INT_H
+
+#include "classify/classify.h"
+
+static inline unsigned char cls_lower(unsigned char c)
+{
+	return (c >= 'A' && c <= 'Z') ? (unsigned char)(c | 0x20) : c;
+}
+
+/* Returns true and the data access when (schema, name, kind) is known.
+ * Schema and name compare ASCII-case-insensitively; no allocation. */
+bool cls_routines_find(const struct cls_routines *rt, const char *schema, size_t slen,
+                       const char *name, size_t nlen, enum cls_routine_kind kind,
+                       enum cls_data_access *access);
+
+#endif
