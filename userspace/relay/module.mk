@@ -17,3 +17,9 @@ $(BUILD)/tests/test_handoff: $(BUILD)/obj/tests/unit/test_handoff.o \
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
 $(BUILD)/obj/tests/unit/test_handoff.o: $(BPF_SKELS)
+
+# The relay data path benchmark (docs/BENCHMARKS.md, "Relay data path").
+BINS += $(BUILD)/relay_bench
+$(BUILD)/obj/tests/bench/relay_bench.o: $(BPF_SKELS)
+$(BUILD)/relay_bench: $(BUILD)/obj/tests/bench/relay_bench.o $(RELAY_OBJS) $(COMMON_OBJS)
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
