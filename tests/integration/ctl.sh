@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# ctl.sh - mysteerctl against a real mysteerd and sandbox: the status table
+# and JSON, every change command, their survival across a restart and a
+# reload, reset, the exit-code contract, exec into the steered cgroup, and
+# maps with the daemon down. Runs in its own namespaces (lib.sh).
+. "$(dirname "$0")/lib.sh"
+itest_init ctl
+
+itest_sandbox_up
+itest_write_config "$T/mysteer.conf"
+itest_daemon_start "$T/mysteer.conf" || exit 1
+
+# A backend field from the status JSON: bfield NAME KEY
+bfield() { status_json | json_get "[b['$2'] for b in d['backends'] if b['name']=='$1'][0]"; }
+names() { status_json | json_get "' '.join(b['name'] for b in d['backends'])"; }
+# Predicates for wait_until: evaluated on every poll (a "$(...)" argument
+# would be evaluated once, before the first).
+state_is() { test "$(bfield "$1" state)" = "$2"; }
+names_are() { test "$(names)" = "$1"; }
+topology_is() { test "$(ctl_writer)" = "$1" && test "$(ctl_readers)" = "$2"; }
+
+ms=$(wait_until 15 topology_is db1 "db2 db3")
+check "db1 writer, db2 db3 readers (${ms} ms)" topology_is db1 "db2 db3"
+# Runs mysteerctl, keeps stderr in $T/err, prints the exit code.
+rc_of() { ctl "$@" >"$T/out" 2>"$T/err"; echo $?; }
+
+# --- status ---------------------------------------------------------------------
+ctl status >"$T/table"
+check "status table has the header" grep -q '^NAME  *ADDRESS  *ROLE  *STATE  *PRIO  *WEIGHT  *LAG  *PROBE  *AGE  *ACTIVE  *STEERED  *FAILS$' "$T/table"
+check "status table: db1 writer up" grep -qE "^db1  +127\.0\.0\.1:$P1  +writer  +up  +100 " "$T/table"
+check "status table: db2 reader" grep -qE "^db2  +127\.0\.0\.1:$P2  +reader  +up " "$T/table"
+check "status table lists the routes" grep -qE '^rw  +6446  +writer  +db1$' "$T/table"
+check "status table: ro route targets the readers" grep -qE '^ro  +6447  +reader  +db2,db3$' "$T/table"
+json=$(ctl status --json)
+check_eq "status --json is one line" 1 "$(printf '%s\n' "$json" | wc -l)"
+check_eq "status --json has writer, backends, routes and no ok" "db1 3 3 False" \
+	"$(echo "$json" | json_get "d['writer'], len(d['backends']), len(d['routes']), 'ok' in d" | tr -d "(),'")"
+
+# --- exit codes -----------------------------------------------------------------
+check_eq "unknown backend: exit 1" 1 "$(rc_of drain nosuch)"
+check_eq "unknown backend: one line naming it" 'mysteerctl: unknown backend "nosuch"' "$(cat "$T/err")"
+check_eq "usage error: exit 2" 2 "$(rc_of frobnicate)"
+check "usage error prints the usage" grep -q '^usage: mysteerctl' "$T/err"
+check_eq "bad value: exit 1" 1 "$(rc_of set db1 priority=-3)"
+check_eq "bad value: one line" 1 "$(wc -l <"$T/err")"
+"$MYSTEERCTL" --socket "$T/nope.sock" status >/dev/null 2>"$T/err"
+check_eq "daemon not running: exit 1" 1 "$?"
+check "daemon not running names the socket" grep -q "^mysteerctl: daemon not running ($T/nope.sock" "$T/err"
+"$MYSTEERCTL" -c "$T/mysteer.conf" status >/dev/null 2>&1
+check_eq "-c FILE finds the socket" 0 "$?"
+MYSTEER_ADMIN_SOCKET=$T/admin.sock "$MYSTEERCTL" status >/dev/null 2>&1
+check_eq "MYSTEER_ADMIN_SOCKET finds the socket" 0 "$?"
+
+# --- changes --------------------------------------------------------------------
+check_eq "add db4" 0 "$(rc_of add db4 "127.0.0.1:$P3" priority=400 weight=2)"
+check_eq "add db4 twice: exit 1" 1 "$(rc_of add db4 "127.0.0.1:$P3")"
+check_eq "add db4 twice: says it exists" 'mysteerctl: backend "db4" exists' "$(cat "$T/err")"
+ms=$(wait_until 10 state_is db4 up)
+check "db4 probed up (${ms} ms)" state_is db4 up
+measured "add to up: ${ms} ms"
+check_eq "db4 has its priority and weight" "400 2" "$(bfield db4 priority) $(bfield db4 weight)"
+check_eq "set db3 weight=0" 0 "$(rc_of set db3 weight=0)"
+check_eq "db3 weight is 0" 0 "$(bfield db3 weight)"
+check_eq "drain db2" 0 "$(rc_of drain db2)"
+check_eq "db2 drained" drained "$(bfield db2 state)"
+check_eq "disable db2" 0 "$(rc_of disable db2)"
+check_eq "db2 disabled" disabled "$(bfield db2 state)"
+check "db2 is no reader when disabled" [ "$(bfield db2 role)" != reader ]
+check_eq "remove db3" 0 "$(rc_of remove db3)"
+check_eq "db3 gone" "db1 db2 db4" "$(names)"
+check "state file holds the changes" python3 -c "
+import json; d = json.load(open('$T/state'))
+b = {x['name']: x for x in d['backends']}
+assert b['db4']['added'] and b['db2']['admin'] == 'disabled' and b['db3']['removed']"
+check "state file is mode 0600" [ "$(stat -c %a "$T/state")" = 600 ]
+
+# --- survive a restart and a reload ----------------------------------------------
+itest_daemon_stop TERM
+itest_daemon_start "$T/mysteer.conf" || exit 1
+check_eq "after restart: db3 still removed" "db1 db2 db4" "$(names)"
+check_eq "after restart: db2 still disabled" disabled "$(bfield db2 state)"
+check_eq "after restart: db4 kept its priority" 400 "$(bfield db4 priority)"
+check_eq "reload" 0 "$(rc_of reload)"
+check_eq "after reload: changes kept" "db1 db2 db4 disabled" "$(names) $(bfield db2 state)"
+
+# --- reset ------------------------------------------------------------------------
+check_eq "reset db2" 0 "$(rc_of reset db2)"
+ms=$(wait_until 10 state_is db2 up)
+check "db2 enabled again by reset (${ms} ms)" state_is db2 up
+check_eq "reset" 0 "$(rc_of reset)"
+ms=$(wait_until 10 names_are "db1 db2 db3")
+check_eq "reset: back to the config (${ms} ms)" "db1 db2 db3" "$(names)"
+check_eq "reset: db3 weight from the config again" 1 "$(bfield db3 weight)"
+
+# --- exec -----------------------------------------------------------------------------
+cg=${ITEST_CGROUP#$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)}
+check_eq "exec runs the command in the steered cgroup" "0::$cg" \
+	"$(ctl exec -- cat /proc/self/cgroup | grep '^0::')"
+check_eq "exec of a missing command: exit 1" 1 "$(rc_of exec -- /nonexistent/cmd)"
+
+# --- maps with the daemon down --------------------------------------------------------
+# SIGKILL leaves the pins in place, as a crashed daemon would.
+itest_daemon_stop KILL
+"$MYSTEERCTL" -c "$T/mysteer.conf" maps >"$T/maps" 2>"$T/err"
+check_eq "maps with the daemon down: exit 0" 0 "$?"
+check "maps printed something" [ -s "$T/maps" ]
+"$MYSTEERCTL" -c "$T/mysteer.conf" --json maps >"$T/maps.json" 2>"$T/err"
+check "maps --json is JSON" python3 -c "import json; json.load(open('$T/maps.json'))"
+rm -rf /sys/fs/bpf/mysteer
+check_eq "maps with nothing pinned: exit 1" 1 "$(rc_of maps)"
+
+itest_done
