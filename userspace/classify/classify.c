@@ -709,7 +709,7 @@ static void parse_begin(struct ps *s)
 
 static void parse_start(struct ps *s)
 {
-	bool ro = false, rw = false;
+	bool ro = false, rw = false, bad = false;
 
 	adv(s);
 	if (!kw_is(s, KW_TRANSACTION)) { /* START SLAVE, START REPLICA ... */
@@ -718,28 +718,27 @@ static void parse_start(struct ps *s)
 		return;
 	}
 	adv(s);
-	while (!at_end(s)) {
+	while (!at_end(s) && !bad) {
 		if (kw_is(s, KW_READ)) {
 			adv(s);
-			if (kw_is(s, KW_ONLY))
-				ro = true;
-			else if (kw_is(s, KW_WRITE))
-				rw = true;
-			else
-				break;
+			ro |= kw_is(s, KW_ONLY);
+			rw |= kw_is(s, KW_WRITE);
+			bad = !kw_is(s, KW_ONLY) && !kw_is(s, KW_WRITE);
 		} else if (kw_is(s, KW_WITH)) {
 			adv(s);
-			if (!kw_is(s, KW_CONSISTENT))
-				break;
-			adv(s);
-			if (!kw_is(s, KW_SNAPSHOT))
-				break;
-		} else if (s->t.type != T_COMMA) {
-			break;
+			bad = !kw_is(s, KW_CONSISTENT);
+			if (!bad)
+				adv(s);
+			bad = bad || !kw_is(s, KW_SNAPSHOT);
+		} else {
+			bad = s->t.type != T_COMMA;
 		}
-		adv(s);
+		if (!bad)
+			adv(s);
 	}
 	set_token(s, ro && !rw ? CLS_BEGIN_RO : CLS_BEGIN, CLS_R_TRANSACTION);
+	if (bad)
+		force_write(s, CLS_R_NOT_UNDERSTOOD);
 	expect_end(s);
 }
 

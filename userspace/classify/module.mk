@@ -8,3 +8,8 @@ BINS += $(BUILD)/mysteer-classify
 $(BUILD)/mysteer-classify: $(BUILD)/obj/userspace/classify/main.o $(CLASSIFY_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+UNIT_TESTS += $(BUILD)/tests/test_classify
+$(BUILD)/tests/test_classify: $(BUILD)/obj/tests/unit/test_classify.o $(CLASSIFY_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
