@@ -179,8 +179,9 @@ END {
 	print "|---|---|---|"
 	for (i = 1; i <= npall; i++) {
 		p = path_order[i]
-		printf "| %s | %s | %s%s |\n", p, path_desc[p], path_state(p), \
-			(("not_built_" p) in meta) ? " (" meta["not_built_" p] ")" : ""
+		reason = meta["not_built_" p]
+		gsub(/\|/, "/", reason) # keep the table a table
+		printf "| %s | %s | %s%s |\n", p, path_desc[p], path_state(p), reason != "" ? " (" reason ")" : ""
 	}
 	print ""
 	print "Each cell: median over the rounds, then min–max; ratios are per round against `direct` of the same round (median, min–max)."
