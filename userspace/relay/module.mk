@@ -23,3 +23,4 @@ BINS += $(BUILD)/relay_bench
 $(BUILD)/obj/tests/bench/relay_bench.o: $(BPF_SKELS)
 $(BUILD)/relay_bench: $(BUILD)/obj/tests/bench/relay_bench.o $(RELAY_OBJS) $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+INTEG_TESTS += tests/integration/steer_lookup.sh
