@@ -13,3 +13,17 @@ UNIT_TESTS += $(BUILD)/tests/test_classify
 $(BUILD)/tests/test_classify: $(BUILD)/obj/tests/unit/test_classify.o $(CLASSIFY_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
+
+# libFuzzer needs clang and instruments itself: built from the sources with
+# its own flags, and left out of the ASan build (already instrumented there).
+ifeq ($(SAN_FLAGS),)
+CLASSIFY_SRCS := userspace/classify/classify.c userspace/classify/words.c \
+		 userspace/classify/routines.c
+FUZZ_TARGETS += $(BUILD)/fuzz/fuzz_classify
+$(BUILD)/fuzz/fuzz_classify: tests/fuzz/fuzz_classify.c $(CLASSIFY_SRCS) \
+		$(wildcard userspace/classify/*.h userspace/classify/*.def)
+	@mkdir -p $(dir $@)
+	$(CLANG) -g -O1 -std=gnu11 -Iuserspace -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=undefined tests/fuzz/fuzz_classify.c $(CLASSIFY_SRCS) \
+		-o $@ -pthread
+endif

@@ -1,0 +1,1 @@
+CALL db.p(f(1)); USE `db`

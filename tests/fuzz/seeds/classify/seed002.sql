@@ -1,0 +1,1 @@
+select c from sbtest1 where id=5

@@ -1,0 +1,1 @@
+SELECT db.fn(1)

@@ -1,0 +1,1 @@
+WITH c(a) AS (SELECT 1), d (b) AS (SELECT 2) SELECT * FROM c, d

@@ -1,0 +1,1 @@
+SET autocommit=0

@@ -1,0 +1,1 @@
+SET GLOBAL x = 1

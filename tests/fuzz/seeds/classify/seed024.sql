@@ -1,0 +1,1 @@
+SET STATEMENT max_statement_time=1 FOR SELECT 1

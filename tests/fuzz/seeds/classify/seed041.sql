@@ -1,0 +1,1 @@
+/* mysteer:writer */ SELECT 1

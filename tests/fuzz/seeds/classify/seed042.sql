@@ -1,0 +1,1 @@
+/* mysteer:reader */ SELECT 1 FOR UPDATE

@@ -1,0 +1,1 @@
+DO GET_LOCK('x',1)

@@ -1,0 +1,1 @@
+SELECT CAST(a AS DECIMAL(10,2)), IF(a, 1, 2), VALUES(a) FROM t
