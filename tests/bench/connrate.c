@@ -171,9 +171,10 @@ static uint32_t percentile(const uint32_t *v, long n, double p)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: connrate [-h HOST] [-P PORT] [-u USER] [-p PASSWORD] [-n TOTAL]\n"
-	           "                [-t THREADS] [-s SECONDS] [-v]\n"
+	           "                [-t THREADS] [-s SECONDS] [-v] [-i IDLE]\n"
 	           "  loops connect, SELECT 1, close; prints conns/s and p50/p99 connect time.\n"
-	           "  -n and -s both bound the run (whichever comes first); default -n 2000.\n");
+	           "  -n and -s both bound the run (whichever comes first); default -n 2000.\n"
+	           "  -i IDLE: open IDLE connections and hold them until stdin closes.\n");
 }
 
 static int parse_opts(int argc, char **argv, struct opts *o)
@@ -212,6 +213,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'v':
 			o->verbose = 1;
+			break;
+		case 'i':
+			o->idle = strtol(optarg, NULL, 10);
 			break;
 		default:
 			usage(stderr);
