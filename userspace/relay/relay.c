@@ -84,9 +84,12 @@ struct relay {
 	struct relay_stats st; /* updated with __atomic builtins */
 };
 
+/* Plain copy beat splice(2) on both the bulk stream and the ping-pong rate
+ * here, and a SOCKMAP sk_skb redirect cannot keep a FIN behind data still
+ * queued in the kernel: docs/BENCHMARKS.md, "Relay data path". */
 enum relay_mode relay_default_mode(void)
 {
-	return RELAY_SPLICE;
+	return RELAY_COPY;
 }
 
 const char *relay_mode_name(enum relay_mode m)
