@@ -40,6 +40,7 @@ NF >= 6 {
 	}
 	if (path ~ /^classifier:/) {
 		impl = substr(path, 12)
+		if (impl == "ratio") next # classify-bench's own ratio line; recomputed below
 		cls[wl, impl, metric] = value
 		if (!((wl) in cls_mix_seen)) { cls_mix_seen[wl] = 1; cls_mixes[++ncm] = wl }
 		if (!((impl) in cls_impl_seen)) { cls_impl_seen[impl] = 1; cls_impls[++nci] = impl }
@@ -88,6 +89,7 @@ function paired(a, b, wl, metric, op, out,    r, n, x, y) {
 }
 function fmt(x) {
 	if (x == "") return "–"
+	if (x >= 1e6) return sprintf("%.2f M", x / 1e6)
 	if (x >= 100) return sprintf("%.0f", x)
 	if (x >= 10) return sprintf("%.1f", x)
 	return sprintf("%.3g", x)
