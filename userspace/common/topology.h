@@ -95,5 +95,15 @@ void topo_put(const struct topology *t);
  * snapshot (the reference is only borrowed for the call). */
 typedef void (*topo_subscriber_fn)(const struct topology *t, void *arg);
 int topo_subscribe(topo_subscriber_fn fn, void *arg);
+/* Removes a subscription made with the same fn and arg. */
+void topo_unsubscribe(topo_subscriber_fn fn, void *arg);
+
+/* Controller side. topo_alloc() returns a zeroed snapshot with room for the
+ * given counts (refs 1, writer -1). topo_publish() takes that reference: it
+ * sets the generation, makes the snapshot current and calls the subscribers.
+ * topo_reset() drops the current snapshot (daemon exit, tests). */
+struct topology *topo_alloc(size_t nbackends, size_t nroutes);
+void topo_publish(struct topology *t);
+void topo_reset(void);
 
 #endif

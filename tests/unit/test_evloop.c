@@ -1,0 +1,120 @@
+/*
+ * test_evloop.c - the event loop: timer order and deletion, descriptor
+ * events, removal inside a callback, and wake-ups from another thread.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include "common/evloop.h"
+
+static int order[8], norder;
+
+static void t_rec(struct evloop *l, uint64_t id, void *arg)
+{
+	order[norder++] = (int)(intptr_t)arg;
+}
+
+static void t_stop(struct evloop *l, uint64_t id, void *arg)
+{
+	evloop_stop(l);
+}
+
+START_TEST(test_timers_order_and_delete)
+{
+	struct evloop *l = evloop_new();
+	ck_assert_ptr_nonnull(l);
+	norder = 0;
+	evloop_add_timer(l, 30, t_rec, (void *)3);
+	evloop_add_timer(l, 10, t_rec, (void *)1);
+	uint64_t gone = evloop_add_timer(l, 20, t_rec, (void *)99);
+	evloop_add_timer(l, 20, t_rec, (void *)2);
+	evloop_add_timer(l, 40, t_stop, NULL);
+	evloop_del_timer(l, gone);
+	uint64_t t0 = mono_ms();
+	ck_assert_int_eq(evloop_run(l), 0);
+	ck_assert_uint_ge(mono_ms() - t0, 39);
+	ck_assert_int_eq(norder, 3);
+	ck_assert_int_eq(order[0], 1);
+	ck_assert_int_eq(order[1], 2);
+	ck_assert_int_eq(order[2], 3);
+	evloop_free(l);
+}
+END_TEST
+
+static int reads;
+static void on_read(struct evloop *l, int fd, unsigned ev, void *arg)
+{
+	char b[16];
+	ck_assert(ev & EV_READ);
+	ck_assert_int_gt(read(fd, b, sizeof(b)), 0);
+	reads++;
+	/* removing itself inside the callback must be safe */
+	evloop_del_fd(l, fd);
+	evloop_stop(l);
+}
+
+START_TEST(test_fd_event)
+{
+	struct evloop *l = evloop_new();
+	int p[2];
+	ck_assert_int_eq(pipe(p), 0);
+	reads = 0;
+	ck_assert_int_eq(evloop_add_fd(l, p[0], EV_READ, on_read, NULL), 0);
+	ck_assert_int_eq(evloop_add_fd(l, p[0], EV_READ, on_read, NULL), -1);
+	ck_assert_int_eq(write(p[1], "x", 1), 1);
+	evloop_add_timer(l, 2000, t_stop, NULL);
+	evloop_run(l);
+	ck_assert_int_eq(reads, 1);
+	close(p[0]);
+	close(p[1]);
+	evloop_free(l);
+}
+END_TEST
+
+static int wakes;
+static void on_wake(struct evloop *l, void *arg)
+{
+	wakes++;
+	evloop_stop(l);
+}
+
+static void *waker(void *arg)
+{
+	usleep(20000);
+	evloop_wake(arg);
+	return NULL;
+}
+
+START_TEST(test_wake_from_thread)
+{
+	struct evloop *l = evloop_new();
+	pthread_t th;
+	wakes = 0;
+	ck_assert_int_eq(evloop_set_wake(l, on_wake, NULL), 0);
+	ck_assert_int_eq(evloop_set_wake(l, on_wake, NULL), -1);
+	evloop_add_timer(l, 5000, t_stop, NULL);
+	ck_assert_int_eq(pthread_create(&th, NULL, waker, l), 0);
+	uint64_t t0 = mono_ms();
+	evloop_run(l);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(wakes, 1);
+	ck_assert_uint_lt(mono_ms() - t0, 4000);
+	evloop_free(l);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("evloop");
+	TCase *tc = tcase_create("core");
+	tcase_add_test(tc, test_timers_order_and_delete);
+	tcase_add_test(tc, test_fd_event);
+	tcase_add_test(tc, test_wake_from_thread);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,624 @@
+/*
+ * admin.c - see admin.h. One request line in, one reply line out, then the
+ * connection is closed. Connections are non-blocking and served by the loop,
+ * so a stuck client cannot stall probing.
+ */
+#define _GNU_SOURCE
+#include "admin/admin.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/evloop.h"
+#include "common/log.h"
+#include "ctl/admin_proto.h"
+#include "topo/controller.h"
+
+struct admin {
+	struct admin_env env;
+	int lfd;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	/* Configs replaced by reload: other threads may still read them. */
+	struct config **retired;
+	size_t nretired;
+};
+
+struct conn {
+	struct admin *a;
+	int fd;
+	char in[ADMIN_MAX_REQUEST];
+	size_t inlen;
+	char *out;
+	size_t outlen, outoff;
+};
+
+static const struct config *cfg_of(struct admin *a)
+{
+	return a->env.d->cfg;
+}
+
+static void set_err(char *err, size_t len, const char *fmt, const char *arg)
+{
+	snprintf(err, len, fmt, arg, strerror(errno));
+}
+
+/* ---- applying config + overlay ---- */
+
+int admin_apply(struct admin *a, char *err, size_t errlen)
+{
+	struct state_backend *sb = NULL;
+	size_t n = 0;
+	if (state_apply(cfg_of(a), a->env.ov, &sb, &n) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	struct ctl_backend_spec *specs = calloc(n ? n : 1, sizeof(*specs));
+	if (!specs) {
+		free(sb);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		snprintf(specs[i].name, sizeof(specs[i].name), "%s", sb[i].cfg.name);
+		snprintf(specs[i].host, sizeof(specs[i].host), "%s", sb[i].cfg.host);
+		specs[i].port = sb[i].cfg.port;
+		specs[i].priority = sb[i].cfg.priority;
+		specs[i].weight = sb[i].cfg.weight;
+		specs[i].admin = sb[i].admin;
+	}
+	int rc = controller_apply(a->env.ctl, cfg_of(a), specs, n);
+	free(specs);
+	free(sb);
+	if (rc < 0)
+		snprintf(err, errlen, "cannot apply the backends (out of memory)");
+	return rc;
+}
+
+static int retire(struct admin *a, struct config *old)
+{
+	struct config **r = realloc(a->retired, (a->nretired + 1) * sizeof(*r));
+	if (!r)
+		return -1;
+	a->retired = r;
+	a->retired[a->nretired++] = old;
+	return 0;
+}
+
+int admin_reload(struct admin *a, char *err, size_t errlen)
+{
+	struct config *nc = config_load(cfg_of(a)->path, err, errlen);
+	if (!nc) {
+		log_error("reload refused: %s", err);
+		return -1;
+	}
+	struct config *old = (struct config *)cfg_of(a);
+	if (retire(a, old) < 0) {
+		config_free(nc);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	a->env.d->cfg = nc;
+	log_set_level((enum log_level)nc->log_level);
+	for (size_t i = 0; i < a->env.nservices; i++)
+		if (a->env.services[i] && a->env.services[i]->reload)
+			a->env.services[i]->reload(a->env.d, nc);
+	if (admin_apply(a, err, errlen) < 0)
+		return -1;
+	log_info("reloaded %s", nc->path);
+	return 0;
+}
+
+/* ---- status ---- */
+
+static json_object *jstr(const char *s)
+{
+	return json_object_new_string(s);
+}
+
+static void backend_counters(struct admin *a, uint32_t id, struct backend_counters *bc)
+{
+	memset(bc, 0, sizeof(*bc));
+	for (size_t i = 0; i < a->env.nservices; i++)
+		if (a->env.services[i] && a->env.services[i]->backend_counters)
+			a->env.services[i]->backend_counters(id, bc);
+}
+
+static json_object *backend_json(struct admin *a, const struct topo_backend *b)
+{
+	json_object *o = json_object_new_object();
+	struct backend_counters bc;
+	backend_counters(a, b->id, &bc);
+	json_object_object_add(o, "name", jstr(b->name));
+	json_object_object_add(o, "id", json_object_new_int64(b->id));
+	json_object_object_add(o, "host", jstr(b->host));
+	json_object_object_add(o, "port", json_object_new_int(b->port));
+	json_object_object_add(o, "role", jstr(topo_role_name(b->role)));
+	json_object_object_add(o, "state", jstr(topo_state_name(b)));
+	json_object_object_add(o, "health", jstr(topo_health_name(b->health)));
+	json_object_object_add(o, "admin", jstr(topo_admin_name(b->admin)));
+	json_object_object_add(o, "priority", json_object_new_int(b->priority));
+	json_object_object_add(o, "weight", json_object_new_int(b->weight));
+	json_object_object_add(o, "read_only", json_object_new_boolean(b->read_only));
+	json_object_object_add(o, "replicating", json_object_new_boolean(b->replicating));
+	json_object_object_add(o, "lag_s", b->has_lag ? json_object_new_double(b->lag_s) : NULL);
+	json_object_object_add(o, "probe_ms", json_object_new_double(b->probe_ms));
+	json_object_object_add(o, "last_probe_ms", json_object_new_int64(b->last_probe_ms));
+	json_object_object_add(o, "last_error", jstr(b->last_error));
+	json_object_object_add(o, "active", json_object_new_int64((int64_t)bc.active));
+	json_object_object_add(o, "steered", json_object_new_int64((int64_t)bc.steered));
+	json_object_object_add(o, "connect_failures",
+	                       json_object_new_int64((int64_t)bc.connect_failures));
+	return o;
+}
+
+static json_object *route_json(const struct topology *t, const struct topo_route *r)
+{
+	json_object *o = json_object_new_object();
+	json_object *targets = json_object_new_array();
+	int idx[256];
+	size_t n = topo_route_targets(t, r, idx, 256);
+	for (size_t i = 0; i < n; i++)
+		json_object_array_add(targets, jstr(t->backends[idx[i]].name));
+	json_object_object_add(o, "name", jstr(r->name));
+	json_object_object_add(o, "port", json_object_new_int(r->port));
+	json_object_object_add(o, "role", jstr(topo_route_role_name(r->role)));
+	json_object_object_add(o, "targets", targets);
+	return o;
+}
+
+/* The cgroup steering will use: "auto" is the child `mysteer` under the
+ * cgroup2 mount. The steer service may replace it with what it made. */
+static void effective_cgroup(const char *cfg, char *out, size_t len)
+{
+	snprintf(out, len, "%s", cfg);
+	if (strcmp(cfg, "auto") != 0)
+		return;
+	FILE *f = fopen("/proc/self/mounts", "r");
+	char dev[256], dir[PATH_MAX], type[64];
+	if (!f)
+		return;
+	while (fscanf(f, "%255s %4095s %63s %*[^\n]", dev, dir, type) == 3) {
+		if (strcmp(type, "cgroup2") == 0) {
+			snprintf(out, len, "%.*s/mysteer", (int)(len - 10), dir);
+			break;
+		}
+	}
+	fclose(f);
+}
+
+json_object *admin_status_json(struct admin *a)
+{
+	json_object *root = json_object_new_object();
+	struct topology *t = controller_snapshot(a->env.ctl);
+	const struct config *c = cfg_of(a);
+	char cg[PATH_MAX];
+	if (!t) {
+		json_object_object_add(root, "ok", json_object_new_boolean(0));
+		json_object_object_add(root, "error", jstr("out of memory"));
+		return root;
+	}
+	json_object_object_add(root, "ok", json_object_new_boolean(1));
+	json_object_object_add(root, "writer",
+	                       t->writer >= 0 ? jstr(t->backends[t->writer].name) : NULL);
+	const struct topology *pub = topo_current();
+	json_object_object_add(root, "generation",
+	                       json_object_new_int64(pub ? (int64_t)pub->generation : 0));
+	topo_put(pub);
+	json_object *bs = json_object_new_array();
+	for (size_t i = 0; i < t->nbackends; i++)
+		json_object_array_add(bs, backend_json(a, &t->backends[i]));
+	json_object_object_add(root, "backends", bs);
+	json_object *rs = json_object_new_array();
+	for (size_t i = 0; i < t->nroutes; i++)
+		json_object_array_add(rs, route_json(t, &t->routes[i]));
+	json_object_object_add(root, "routes", rs);
+	effective_cgroup(c->cgroup, cg, sizeof(cg));
+	json_object_object_add(root, ADMIN_KEY_CGROUP, jstr(cg));
+	json_object_object_add(root, "bpffs_dir", jstr(c->bpffs_dir));
+	json_object_object_add(
+	    root, "writer_policy",
+	    jstr(c->writer_policy == WRITER_POLICY_PRIORITY ? "priority" : "read_only"));
+	for (size_t i = 0; i < a->env.nservices; i++)
+		if (a->env.services[i] && a->env.services[i]->status_json)
+			a->env.services[i]->status_json(root);
+	topo_put(t);
+	return root;
+}
+
+/* ---- commands ---- */
+
+static json_object *reply_err(const char *msg)
+{
+	json_object *o = json_object_new_object();
+	char line[512];
+	snprintf(line, sizeof(line), "%s", msg);
+	for (char *p = line; *p; p++)
+		if (*p == '\n' || *p == '\r')
+			*p = ' ';
+	json_object_object_add(o, ADMIN_KEY_OK, json_object_new_boolean(0));
+	json_object_object_add(o, ADMIN_KEY_ERROR, jstr(line));
+	return o;
+}
+
+static json_object *reply_ok(void)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, ADMIN_KEY_OK, json_object_new_boolean(1));
+	return o;
+}
+
+static const char *get_str(json_object *req, const char *key)
+{
+	json_object *v;
+	if (!json_object_object_get_ex(req, key, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+/* 1: present and an integer in range, 0: absent, -1: bad. */
+static int get_int(json_object *req, const char *key, long long min, long long max, int *out)
+{
+	json_object *v;
+	if (!json_object_object_get_ex(req, key, &v) || json_object_is_type(v, json_type_null))
+		return 0;
+	if (!json_object_is_type(v, json_type_int))
+		return -1;
+	int64_t x = json_object_get_int64(v);
+	if (x < min || x > max)
+		return -1;
+	*out = (int)x;
+	return 1;
+}
+
+/* Saves and applies after an overlay edit; the edit stays in effect even if
+ * the save fails, and the reply says so. */
+static json_object *commit_change(struct admin *a)
+{
+	char err[512];
+	if (admin_apply(a, err, sizeof(err)) < 0)
+		return reply_err(err);
+	if (state_save(cfg_of(a)->state_file, a->env.ov, err, sizeof(err)) < 0) {
+		log_error("state not saved: %s", err);
+		char msg[600];
+		snprintf(msg, sizeof(msg), "applied but not saved: %s", err);
+		return reply_err(msg);
+	}
+	return reply_ok();
+}
+
+static json_object *cmd_add(struct admin *a, json_object *req, const char *name, char *err,
+                            size_t len)
+{
+	const char *host = get_str(req, ADMIN_KEY_HOST);
+	int port = 0, prio = -1, weight = -1;
+	if (!host)
+		return reply_err("add: host missing");
+	if (get_int(req, ADMIN_KEY_PORT, 1, 65535, &port) != 1)
+		return reply_err("add: port missing or not in 1-65535");
+	if (get_int(req, ADMIN_KEY_PRIORITY, 0, CONFIG_PRIORITY_MAX, &prio) < 0)
+		return reply_err("add: bad priority");
+	if (get_int(req, ADMIN_KEY_WEIGHT, 0, CONFIG_WEIGHT_MAX, &weight) < 0)
+		return reply_err("add: bad weight");
+	if (state_add(a->env.ov, cfg_of(a), name, host, (uint16_t)port, prio, weight, err, len) < 0)
+		return reply_err(err);
+	log_info("%s: added at %s:%d by mysteerctl", name, host, port);
+	return commit_change(a);
+}
+
+static json_object *cmd_set(struct admin *a, json_object *req, const char *name, char *err,
+                            size_t len)
+{
+	int prio = -1, weight = -1;
+	int hp = get_int(req, ADMIN_KEY_PRIORITY, 0, CONFIG_PRIORITY_MAX, &prio);
+	int hw = get_int(req, ADMIN_KEY_WEIGHT, 0, CONFIG_WEIGHT_MAX, &weight);
+	if (hp < 0)
+		return reply_err("set: bad priority");
+	if (hw < 0)
+		return reply_err("set: bad weight");
+	if (!hp && !hw)
+		return reply_err("set: priority or weight needed");
+	if (state_set(a->env.ov, cfg_of(a), name, prio, weight, err, len) < 0)
+		return reply_err(err);
+	return commit_change(a);
+}
+
+static json_object *cmd_named(struct admin *a, const char *cmd, json_object *req)
+{
+	char err[512];
+	const char *name = get_str(req, ADMIN_KEY_NAME);
+	if (!name)
+		return reply_err("backend name missing");
+	if (strcmp(cmd, ADMIN_CMD_ADD) == 0)
+		return cmd_add(a, req, name, err, sizeof(err));
+	if (strcmp(cmd, ADMIN_CMD_SET) == 0)
+		return cmd_set(a, req, name, err, sizeof(err));
+	if (strcmp(cmd, ADMIN_CMD_REMOVE) == 0) {
+		if (state_remove(a->env.ov, cfg_of(a), name, err, sizeof(err)) < 0)
+			return reply_err(err);
+		return commit_change(a);
+	}
+	enum be_admin adm;
+	if (strcmp(cmd, ADMIN_CMD_DRAIN) == 0)
+		adm = ADMIN_DRAINED;
+	else if (strcmp(cmd, ADMIN_CMD_DISABLE) == 0)
+		adm = ADMIN_DISABLED;
+	else if (strcmp(cmd, ADMIN_CMD_ENABLE) == 0)
+		adm = ADMIN_ENABLED;
+	else
+		return reply_err("unknown command");
+	if (state_set_admin(a->env.ov, cfg_of(a), name, adm, err, sizeof(err)) < 0)
+		return reply_err(err);
+	return commit_change(a);
+}
+
+static json_object *cmd_reset(struct admin *a, json_object *req)
+{
+	const char *name = get_str(req, ADMIN_KEY_NAME);
+	size_t n = state_reset(a->env.ov, name);
+	log_info("reset %s: %zu change(s) dropped", name ? name : "all", n);
+	return commit_change(a);
+}
+
+static json_object *dispatch(struct admin *a, const char *cmd, json_object *req)
+{
+	char err[512];
+	if (strcmp(cmd, ADMIN_CMD_STATUS) == 0)
+		return admin_status_json(a);
+	if (strcmp(cmd, ADMIN_CMD_RELOAD) == 0) {
+		if (admin_reload(a, err, sizeof(err)) < 0)
+			return reply_err(err);
+		return reply_ok();
+	}
+	if (strcmp(cmd, ADMIN_CMD_RESET) == 0)
+		return cmd_reset(a, req);
+	return cmd_named(a, cmd, req);
+}
+
+json_object *admin_handle(struct admin *a, const char *line)
+{
+	json_object *req = json_tokener_parse(line);
+	if (!req || !json_object_is_type(req, json_type_object)) {
+		json_object_put(req);
+		return reply_err("malformed request");
+	}
+	const char *cmd = get_str(req, ADMIN_KEY_CMD);
+	json_object *rep = cmd ? dispatch(a, cmd, req) : reply_err("cmd missing");
+	json_object_put(req);
+	return rep;
+}
+
+/* ---- socket ---- */
+
+static void conn_close(struct conn *c)
+{
+	evloop_del_fd(c->a->env.d->loop, c->fd);
+	close(c->fd);
+	free(c->out);
+	free(c);
+}
+
+static void conn_flush(struct conn *c)
+{
+	while (c->outoff < c->outlen) {
+		ssize_t w = send(c->fd, c->out + c->outoff, c->outlen - c->outoff, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (w <= 0) {
+			conn_close(c);
+			return;
+		}
+		c->outoff += (size_t)w;
+	}
+	conn_close(c);
+}
+
+static void conn_reply(struct conn *c, json_object *rep)
+{
+	const char *s = json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PLAIN |
+	                                                        JSON_C_TO_STRING_NOSLASHESCAPE);
+	size_t n = strlen(s);
+	c->out = malloc(n + 1);
+	if (!c->out) {
+		json_object_put(rep);
+		conn_close(c);
+		return;
+	}
+	memcpy(c->out, s, n);
+	c->out[n] = '\n';
+	c->outlen = n + 1;
+	json_object_put(rep);
+	if (evloop_mod_fd(c->a->env.d->loop, c->fd, EV_WRITE) < 0) {
+		conn_close(c);
+		return;
+	}
+	conn_flush(c);
+}
+
+static void on_conn(struct evloop *l, int fd, unsigned events, void *arg)
+{
+	struct conn *c = arg;
+	if (c->out) {
+		conn_flush(c);
+		return;
+	}
+	for (;;) {
+		ssize_t r = recv(fd, c->in + c->inlen, sizeof(c->in) - 1 - c->inlen, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (r <= 0) {
+			conn_close(c);
+			return;
+		}
+		c->inlen += (size_t)r;
+		c->in[c->inlen] = '\0';
+		char *nl = strchr(c->in, '\n');
+		if (nl) {
+			*nl = '\0';
+			conn_reply(c, admin_handle(c->a, c->in));
+			return;
+		}
+		if (c->inlen >= sizeof(c->in) - 1) {
+			conn_reply(c, reply_err("request too long"));
+			return;
+		}
+	}
+}
+
+static void on_accept(struct evloop *l, int fd, unsigned events, void *arg)
+{
+	struct admin *a = arg;
+	for (;;) {
+		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (cfd < 0) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+				log_warn("admin socket: accept: %s", strerror(errno));
+			return;
+		}
+		struct conn *c = calloc(1, sizeof(*c));
+		if (!c || evloop_add_fd(l, cfd, EV_READ, on_conn, c) < 0) {
+			free(c);
+			close(cfd);
+			continue;
+		}
+		c->a = a;
+		c->fd = cfd;
+	}
+}
+
+static int make_parent(const char *path, char *err, size_t len)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = '\0';
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+		set_err(err, len, "cannot create %s: %s", dir);
+		return -1;
+	}
+	return 0;
+}
+
+/* A socket file left by a crashed daemon is removed; one that answers means
+ * another mysteerd runs with this config, and we refuse to steal it. */
+static int clear_stale(const struct sockaddr_un *sa, char *err, size_t len)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		set_err(err, len, "socket: %s%s", "");
+		return -1;
+	}
+	int rc = connect(fd, (const struct sockaddr *)sa, sizeof(*sa));
+	close(fd);
+	if (rc == 0) {
+		snprintf(err, len, "%s: another mysteerd is running", sa->sun_path);
+		return -1;
+	}
+	if (unlink(sa->sun_path) < 0 && errno != ENOENT) {
+		set_err(err, len, "cannot remove %s: %s", sa->sun_path);
+		return -1;
+	}
+	return 0;
+}
+
+static int set_mode(const char *path, const char *group, char *err, size_t len)
+{
+	if (!group[0])
+		return chmod(path, 0600) < 0 ? (set_err(err, len, "chmod %s: %s", path), -1) : 0;
+	struct group *g = getgrnam(group);
+	if (!g) {
+		snprintf(err, len, "admin_group %s: no such group", group);
+		return -1;
+	}
+	if (chown(path, 0, g->gr_gid) < 0 || chmod(path, 0660) < 0) {
+		set_err(err, len, "chown/chmod %s: %s", path);
+		return -1;
+	}
+	return 0;
+}
+
+static int open_socket(struct admin *a, char *err, size_t len)
+{
+	const struct config *c = cfg_of(a);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (strlen(c->admin_socket) >= sizeof(sa.sun_path)) {
+		snprintf(err, len, "admin_socket path too long");
+		return -1;
+	}
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", c->admin_socket);
+	snprintf(a->path, sizeof(a->path), "%s", c->admin_socket);
+	if (make_parent(sa.sun_path, err, len) < 0 || clear_stale(&sa, err, len) < 0)
+		return -1;
+	a->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (a->lfd < 0) {
+		set_err(err, len, "socket %s: %s", sa.sun_path);
+		return -1;
+	}
+	/* No moment where the socket exists with a wider mode. */
+	mode_t old = umask(0177);
+	int rc = bind(a->lfd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (rc < 0) {
+		set_err(err, len, "bind %s: %s", sa.sun_path);
+		return -1;
+	}
+	if (set_mode(sa.sun_path, c->admin_group, err, len) < 0)
+		return -1;
+	if (listen(a->lfd, 64) < 0) {
+		set_err(err, len, "listen %s: %s", sa.sun_path);
+		return -1;
+	}
+	if (evloop_add_fd(a->env.d->loop, a->lfd, EV_READ, on_accept, a) < 0) {
+		set_err(err, len, "watch %s: %s", sa.sun_path);
+		return -1;
+	}
+	return 0;
+}
+
+struct admin *admin_new(const struct admin_env *env, char *err, size_t errlen)
+{
+	struct admin *a = calloc(1, sizeof(*a));
+	if (!a) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	a->env = *env;
+	a->lfd = -1;
+	if (open_socket(a, err, errlen) < 0) {
+		if (a->lfd >= 0)
+			close(a->lfd);
+		free(a);
+		return NULL;
+	}
+	return a;
+}
+
+void admin_free(struct admin *a)
+{
+	if (!a)
+		return;
+	if (a->lfd >= 0) {
+		evloop_del_fd(a->env.d->loop, a->lfd);
+		close(a->lfd);
+		unlink(a->path);
+	}
+	for (size_t i = 0; i < a->nretired; i++)
+		config_free(a->retired[i]);
+	free(a->retired);
+	free(a);
+}

@@ -1,0 +1,259 @@
+/*
+ * main.c - mysteerd: loads the config and the state overlay, starts the
+ * services (eBPF steering, proxies) of the table below, the controller and
+ * the admin socket, then runs the controller loop until SIGTERM/SIGINT.
+ * SIGHUP reloads the config. Signals arrive through a signalfd in the loop,
+ * so no handler ever runs in the middle of a probe or a command.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <mysql.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "admin/admin.h"
+#include "common/evloop.h"
+#include "common/log.h"
+#include "config/config.h"
+#include "config/state.h"
+#include "daemon/service.h"
+#include "maps/maps.h"
+#include "relay/lookup.h"
+#include "topo/controller.h"
+
+/*
+ * The parts that consume the topology, started in this order and stopped in
+ * the reverse. One line a part: declare `extern const struct service_ops
+ * x_service;` in the part's header, include it above and list it here.
+ */
+static const struct service_ops *const services[] = {
+    &steer_service,
+    &lookup_service,
+};
+#define NSERVICES (sizeof(services) / sizeof(services[0]))
+
+struct daemon {
+	struct daemon_ctx ctx;
+	struct controller *ctl;
+	struct admin *admin;
+	struct state_overlay ov;
+	const struct service_ops *started[NSERVICES];
+	size_t nstarted;
+	int sigfd;
+};
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: mysteerd -c FILE [-f]\n"
+	                "  -c FILE  the config (DESIGN.md, \"Config\")\n"
+	                "  -f       stay in the foreground and log to stderr\n");
+}
+
+static void request_probe(struct daemon_ctx *d, uint32_t backend_id)
+{
+	controller_request_probe_async(d->controller, backend_id);
+}
+
+static void on_wake(struct evloop *l, void *arg)
+{
+	struct daemon *dm = arg;
+	controller_run_pending(dm->ctl);
+}
+
+static void on_signal(struct evloop *l, int fd, unsigned events, void *arg)
+{
+	struct daemon *dm = arg;
+	struct signalfd_siginfo si;
+	char err[512];
+	while (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo == SIGHUP) {
+			log_info("SIGHUP: reloading");
+			if (admin_reload(dm->admin, err, sizeof(err)) < 0)
+				log_error("reload failed: %s", err);
+			continue;
+		}
+		log_info("signal %u: stopping", si.ssi_signo);
+		evloop_stop(l);
+	}
+}
+
+static int setup_signals(struct daemon *dm)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	/* Blocked before any thread starts, so every thread inherits the mask
+	 * and only the signalfd sees them. */
+	if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0)
+		return -1;
+	signal(SIGPIPE, SIG_IGN);
+	dm->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (dm->sigfd < 0)
+		return -1;
+	return evloop_add_fd(dm->ctx.loop, dm->sigfd, EV_READ, on_signal, dm);
+}
+
+static int daemonize(void)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid > 0)
+		_exit(0);
+	if (setsid() < 0)
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid > 0)
+		_exit(0);
+	if (chdir("/") < 0)
+		return -1;
+	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	dup2(fd, STDIN_FILENO);
+	dup2(fd, STDOUT_FILENO);
+	dup2(fd, STDERR_FILENO);
+	if (fd > STDERR_FILENO)
+		close(fd);
+	return 0;
+}
+
+static int start_services(struct daemon *dm)
+{
+	char err[512] = "";
+	for (size_t i = 0; i < NSERVICES; i++) {
+		const struct service_ops *s = services[i];
+		if (!s)
+			continue;
+		if (s->start && s->start(&dm->ctx, err, sizeof(err)) != 0) {
+			log_error("%s: %s", s->name, err);
+			return -1;
+		}
+		dm->started[dm->nstarted++] = s;
+		log_info("%s started", s->name);
+	}
+	return 0;
+}
+
+static void stop_services(struct daemon *dm, bool keep)
+{
+	while (dm->nstarted) {
+		const struct service_ops *s = dm->started[--dm->nstarted];
+		if (s->stop)
+			s->stop(&dm->ctx, keep);
+	}
+}
+
+static int run(struct daemon *dm, bool foreground)
+{
+	char err[512];
+	const struct config *cfg = dm->ctx.cfg;
+
+	if (!foreground) {
+		if (daemonize() < 0) {
+			fprintf(stderr, "mysteerd: cannot daemonize: %s\n", strerror(errno));
+			return 1;
+		}
+		log_set_syslog(1);
+	}
+	dm->ctx.loop = evloop_new();
+	dm->ctl = dm->ctx.loop ? controller_new(dm->ctx.loop) : NULL;
+	if (!dm->ctl || evloop_set_wake(dm->ctx.loop, on_wake, dm) < 0 || setup_signals(dm) < 0) {
+		log_error("cannot set up the event loop: %s", strerror(errno));
+		return 1;
+	}
+	dm->ctx.controller = dm->ctl;
+	dm->ctx.request_probe = request_probe;
+
+	struct admin_env env = {&dm->ctx, dm->ctl, &dm->ov, services, NSERVICES};
+	dm->admin = admin_new(&env, err, sizeof(err));
+	if (!dm->admin) {
+		log_error("admin socket: %s", err);
+		return 1;
+	}
+	int rc = 1;
+	if (start_services(dm) < 0)
+		goto out;
+	if (admin_apply(dm->admin, err, sizeof(err)) < 0) {
+		log_error("%s", err);
+		goto out;
+	}
+	log_info("mysteerd running: %zu backend(s), admin socket %s", cfg->nbackends,
+	         cfg->admin_socket);
+	rc = evloop_run(dm->ctx.loop) < 0 ? 1 : 0;
+out:
+	stop_services(dm, dm->ctx.cfg->keep_on_exit);
+	controller_free(dm->ctl);
+	dm->ctl = NULL;
+	topo_reset();
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	const char *path = NULL;
+	bool foreground = false;
+	int opt;
+	char err[1024];
+
+	while ((opt = getopt(argc, argv, "c:fh")) != -1) {
+		switch (opt) {
+		case 'c':
+			path = optarg;
+			break;
+		case 'f':
+			foreground = true;
+			break;
+		case 'h':
+			usage();
+			return 0;
+		default:
+			usage();
+			return 2;
+		}
+	}
+	if (!path || optind != argc) {
+		usage();
+		return 2;
+	}
+
+	struct daemon dm = {.sigfd = -1};
+	struct config *cfg = config_load(path, err, sizeof(err));
+	if (!cfg) {
+		fprintf(stderr, "mysteerd: %s\n", err);
+		return 2;
+	}
+	log_set_level((enum log_level)cfg->log_level);
+	state_init(&dm.ov);
+	if (state_load(cfg->state_file, &dm.ov, err, sizeof(err)) < 0) {
+		fprintf(stderr, "mysteerd: %s\n", err);
+		config_free(cfg);
+		return 1;
+	}
+	if (mysql_library_init(0, NULL, NULL) != 0) {
+		fprintf(stderr, "mysteerd: cannot initialise libmysqlclient\n");
+		return 1;
+	}
+	dm.ctx.cfg = cfg;
+
+	int rc = run(&dm, foreground);
+
+	admin_free(dm.admin);
+	if (dm.sigfd >= 0)
+		close(dm.sigfd);
+	evloop_free(dm.ctx.loop);
+	config_free((struct config *)dm.ctx.cfg);
+	state_free(&dm.ov);
+	mysql_library_end();
+	log_info("mysteerd stopped");
+	return rc;
+}

@@ -1,0 +1,8 @@
+# daemon: mysteerd's main and its service table. The parts linked into
+# mysteerd add their objects to DAEMON_OBJS in their own fragments; the top
+# Makefile attaches DAEMON_OBJS as prerequisites after every fragment.
+BINS        += $(BUILD)/mysteerd
+DAEMON_OBJS += $(BUILD)/obj/userspace/daemon/main.o $(COMMON_OBJS)
+
+$(BUILD)/mysteerd:
+	$(CC) $(LDFLAGS) $(filter %.o,$^) $(LDLIBS) -o $@

@@ -1,0 +1,400 @@
+/*
+ * controller.c - see controller.h. Probes run start-to-start every
+ * interval_ms; a probe still running (a black-holed server, bounded by
+ * timeout_ms) makes its backend skip a tick, never the others.
+ */
+#include "topo/controller.h"
+
+#include <netdb.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/evloop.h"
+#include "common/log.h"
+#include "probe/probe.h"
+#include "topo/rules.h"
+
+#define MAX_PENDING 1024
+
+struct cbe {
+	struct controller *c;
+	struct topo_backend tb; /* the decided and probed state */
+	struct probe *probe;
+	struct hysteresis hy;
+	uint64_t timer;
+	bool warned_writable;
+};
+
+struct controller {
+	struct evloop *l;
+	const struct config *cfg;
+	struct cbe **be;
+	size_t nbe;
+	uint32_t next_id;
+	uint32_t writer_id; /* UINT32_MAX: none */
+	bool have_writer;
+	struct topology *last; /* last published, for change detection */
+
+	pthread_mutex_t pend_lock;
+	uint32_t pending[MAX_PENDING];
+	size_t npending;
+};
+
+static void recompute(struct controller *c, bool force_publish);
+
+static int64_t real_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static struct cbe *find_id(struct controller *c, uint32_t id)
+{
+	for (size_t i = 0; i < c->nbe; i++)
+		if (c->be[i]->tb.id == id)
+			return c->be[i];
+	return NULL;
+}
+
+static void start_probe(struct cbe *b)
+{
+	if (!b->probe || probe_busy(b->probe))
+		return;
+	if (probe_start(b->probe, (unsigned)b->c->cfg->timeout_ms) < 0)
+		log_warn("%s: cannot start a probe", b->tb.name);
+}
+
+static void on_tick(struct evloop *l, uint64_t id, void *arg)
+{
+	struct cbe *b = arg;
+	/* Re-arm first: the probe may finish synchronously and recompute. */
+	b->timer = evloop_add_timer(l, (uint64_t)b->c->cfg->interval_ms, on_tick, b);
+	start_probe(b);
+}
+
+static void log_health(struct cbe *b, enum be_health from, const struct probe_result *r)
+{
+	if (b->tb.health == HEALTH_DOWN)
+		log_warn("%s %s -> down: %s", b->tb.name, topo_health_name(from), r->error);
+	else
+		log_info("%s %s -> %s", b->tb.name, topo_health_name(from),
+		         topo_health_name(b->tb.health));
+}
+
+static void on_probe(void *arg, const struct probe_result *r)
+{
+	struct cbe *b = arg;
+	struct controller *c = b->c;
+	enum be_health before = b->tb.health;
+
+	b->tb.last_probe_ms = real_ms();
+	hysteresis_step(&b->hy, r->ok, c->cfg->rise, c->cfg->fall);
+	b->tb.health = b->hy.health;
+	if (r->ok) {
+		b->tb.read_only = r->read_only;
+		b->tb.replicating = r->replicating;
+		b->tb.has_lag = r->has_lag;
+		b->tb.lag_s = r->lag_s;
+		b->tb.probe_ms = r->latency_ms;
+		b->tb.last_error[0] = '\0';
+	} else {
+		snprintf(b->tb.last_error, sizeof(b->tb.last_error), "%s", r->error);
+		log_debug("%s: probe failed: %s", b->tb.name, r->error);
+	}
+	if (b->tb.health != before)
+		log_health(b, before, r);
+	recompute(c, false);
+}
+
+static int resolve(struct topo_backend *tb)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
+	struct addrinfo *ai = NULL;
+	char port[8];
+	snprintf(port, sizeof(port), "%u", tb->port);
+	tb->addrlen = 0;
+	if (getaddrinfo(tb->host, port, &hints, &ai) != 0 || !ai)
+		return -1;
+	memcpy(&tb->addr, ai->ai_addr, ai->ai_addrlen);
+	tb->addrlen = ai->ai_addrlen;
+	freeaddrinfo(ai);
+	return 0;
+}
+
+static void free_cbe(struct controller *c, struct cbe *b)
+{
+	if (b->timer)
+		evloop_del_timer(c->l, b->timer);
+	probe_free(b->probe);
+	free(b);
+}
+
+static struct cbe *new_cbe(struct controller *c, const struct ctl_backend_spec *s)
+{
+	struct cbe *b = calloc(1, sizeof(*b));
+	if (!b)
+		return NULL;
+	b->c = c;
+	b->tb.id = c->next_id++;
+	snprintf(b->tb.name, sizeof(b->tb.name), "%s", s->name);
+	snprintf(b->tb.host, sizeof(b->tb.host), "%s", s->host);
+	b->tb.port = s->port;
+	if (resolve(&b->tb) < 0)
+		log_warn("%s: cannot resolve %s", s->name, s->host);
+	b->probe = probe_new(c->l, s->host, s->port, c->cfg->probe_user, c->cfg->probe_password,
+	                     on_probe, b);
+	if (!b->probe) {
+		free(b);
+		return NULL;
+	}
+	/* The first probe at once, so that `rise` is reached quickly at start. */
+	b->timer = evloop_add_timer(c->l, 0, on_tick, b);
+	return b;
+}
+
+static struct cbe *take_existing(struct controller *c, const struct ctl_backend_spec *s)
+{
+	for (size_t i = 0; i < c->nbe; i++) {
+		struct cbe *b = c->be[i];
+		if (!b || strcmp(b->tb.name, s->name) != 0)
+			continue;
+		if (strcmp(b->tb.host, s->host) != 0 || b->tb.port != s->port)
+			return NULL; /* moved: a new id, probe and health */
+		c->be[i] = NULL;
+		return b;
+	}
+	return NULL;
+}
+
+int controller_apply(struct controller *c, const struct config *cfg,
+                     const struct ctl_backend_spec *specs, size_t n)
+{
+	struct cbe **nb = calloc(n ? n : 1, sizeof(*nb));
+	if (!nb)
+		return -1;
+	bool new_creds = c->cfg && (strcmp(c->cfg->probe_user, cfg->probe_user) != 0 ||
+	                            strcmp(c->cfg->probe_password, cfg->probe_password) != 0);
+	c->cfg = cfg;
+	for (size_t i = 0; i < n; i++) {
+		struct cbe *b = new_creds ? NULL : take_existing(c, &specs[i]);
+		if (!b) {
+			b = new_cbe(c, &specs[i]);
+			if (!b)
+				goto fail;
+			log_info("%s: probing %s:%u", b->tb.name, b->tb.host, b->tb.port);
+		}
+		b->tb.priority = specs[i].priority;
+		b->tb.weight = specs[i].weight;
+		if (b->tb.admin != specs[i].admin)
+			log_info("%s %s -> %s", b->tb.name, topo_admin_name(b->tb.admin),
+			         topo_admin_name(specs[i].admin));
+		b->tb.admin = specs[i].admin;
+		nb[i] = b;
+	}
+	for (size_t i = 0; i < c->nbe; i++) {
+		if (!c->be[i])
+			continue;
+		log_info("%s: removed", c->be[i]->tb.name);
+		free_cbe(c, c->be[i]);
+	}
+	free(c->be);
+	c->be = nb;
+	c->nbe = n;
+	recompute(c, true);
+	return 0;
+fail:
+	/* Put back what was taken so the old list stays whole. */
+	for (size_t i = 0; i < n; i++) {
+		if (!nb[i])
+			continue;
+		bool placed = false;
+		for (size_t j = 0; j < c->nbe && !placed; j++) {
+			if (!c->be[j] && strcmp(specs[i].name, nb[i]->tb.name) == 0) {
+				c->be[j] = nb[i];
+				placed = true;
+			}
+		}
+		if (!placed)
+			free_cbe(c, nb[i]);
+	}
+	free(nb);
+	return -1;
+}
+
+struct topology *controller_snapshot(struct controller *c)
+{
+	size_t nr = c->cfg ? c->cfg->nroutes : 0;
+	struct topology *t = topo_alloc(c->nbe, nr);
+	if (!t)
+		return NULL;
+	for (size_t i = 0; i < c->nbe; i++) {
+		t->backends[i] = c->be[i]->tb;
+		if (c->have_writer && c->be[i]->tb.id == c->writer_id)
+			t->writer = (int)i;
+	}
+	for (size_t i = 0; i < nr; i++) {
+		snprintf(t->routes[i].name, sizeof(t->routes[i].name), "%s",
+		         c->cfg->routes[i].name);
+		t->routes[i].port = c->cfg->routes[i].port;
+		t->routes[i].role = c->cfg->routes[i].role;
+	}
+	return t;
+}
+
+/* What consumers act on: roles, health, admin, weights, addresses, routes. */
+static bool differs(const struct topology *a, const struct topology *b)
+{
+	if (!a || !b || a->nbackends != b->nbackends || a->nroutes != b->nroutes ||
+	    a->writer != b->writer)
+		return true;
+	for (size_t i = 0; i < a->nbackends; i++) {
+		const struct topo_backend *x = &a->backends[i], *y = &b->backends[i];
+		if (x->id != y->id || x->role != y->role || x->health != y->health ||
+		    x->admin != y->admin || x->priority != y->priority || x->weight != y->weight ||
+		    x->read_only != y->read_only || x->replicating != y->replicating ||
+		    x->port != y->port || strcmp(x->host, y->host) != 0)
+			return true;
+	}
+	return memcmp(a->routes, b->routes, a->nroutes * sizeof(a->routes[0])) != 0;
+}
+
+static void log_roles(struct controller *c, const enum be_role *roles,
+                      char (*reasons)[RULES_REASON_MAX], const bool *extra)
+{
+	for (size_t i = 0; i < c->nbe; i++) {
+		struct cbe *b = c->be[i];
+		if (roles[i] != b->tb.role && roles[i] != ROLE_WRITER &&
+		    b->tb.role != ROLE_WRITER) {
+			if (reasons[i][0])
+				log_info("%s %s -> %s: %s", b->tb.name, topo_role_name(b->tb.role),
+				         topo_role_name(roles[i]), reasons[i]);
+			else
+				log_info("%s %s -> %s", b->tb.name, topo_role_name(b->tb.role),
+				         topo_role_name(roles[i]));
+		}
+		if (extra[i] && !b->warned_writable)
+			log_warn("%s is writable but is not the writer: it gets no writes",
+			         b->tb.name);
+		b->warned_writable = extra[i];
+		b->tb.role = roles[i];
+	}
+}
+
+static void recompute(struct controller *c, bool force_publish)
+{
+	size_t n = c->nbe;
+	struct rules_backend *in = calloc(n ? n : 1, sizeof(*in));
+	enum be_role *roles = calloc(n ? n : 1, sizeof(*roles));
+	char(*reasons)[RULES_REASON_MAX] = calloc(n ? n : 1, sizeof(*reasons));
+	bool *extra = calloc(n ? n : 1, sizeof(*extra));
+	if (!in || !roles || !reasons || !extra) {
+		log_error("out of memory deciding the topology");
+		goto out;
+	}
+	int prev = -1;
+	for (size_t i = 0; i < n; i++) {
+		const struct topo_backend *tb = &c->be[i]->tb;
+		in[i] =
+		    (struct rules_backend){tb->priority,  tb->weight,      tb->admin,   tb->health,
+		                           tb->read_only, tb->replicating, tb->has_lag, tb->lag_s};
+		if (c->have_writer && tb->id == c->writer_id)
+			prev = (int)i;
+	}
+	struct rules_input ri = {n, in, prev, c->cfg->writer_policy, c->cfg->max_replication_lag_s};
+	struct rules_output ro = {.roles = roles, .reasons = reasons, .extra_writable = extra};
+	rules_decide(&ri, &ro);
+
+	const char *from = prev >= 0 ? c->be[prev]->tb.name : "none";
+	const char *to = ro.writer >= 0 ? c->be[ro.writer]->tb.name : "none";
+	if (ro.writer != prev || (prev < 0 && c->have_writer)) {
+		if (ro.writer < 0)
+			log_warn("writer %s -> none", from);
+		else
+			log_info("writer %s -> %s", from, to);
+	}
+	log_roles(c, roles, reasons, extra);
+	c->have_writer = ro.writer >= 0;
+	c->writer_id = ro.writer >= 0 ? c->be[ro.writer]->tb.id : UINT32_MAX;
+
+	struct topology *t = controller_snapshot(c);
+	if (!t) {
+		log_error("out of memory building the topology");
+		goto out;
+	}
+	if (!force_publish && !differs(c->last, t)) {
+		topo_put(t);
+		goto out;
+	}
+	topo_put(c->last);
+	c->last = (struct topology *)topo_get(t);
+	topo_publish(t);
+out:
+	free(in);
+	free(roles);
+	free(reasons);
+	free(extra);
+}
+
+struct controller *controller_new(struct evloop *l)
+{
+	struct controller *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->l = l;
+	c->next_id = 0;
+	c->writer_id = UINT32_MAX;
+	pthread_mutex_init(&c->pend_lock, NULL);
+	return c;
+}
+
+void controller_free(struct controller *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->nbe; i++)
+		free_cbe(c, c->be[i]);
+	free(c->be);
+	topo_put(c->last);
+	pthread_mutex_destroy(&c->pend_lock);
+	free(c);
+}
+
+void controller_request_probe(struct controller *c, uint32_t backend_id)
+{
+	struct cbe *b = find_id(c, backend_id);
+	if (b)
+		start_probe(b);
+}
+
+/* Runs the requests queued by other threads; called on the loop thread from
+ * the daemon's wake callback. */
+void controller_run_pending(struct controller *c)
+{
+	uint32_t ids[MAX_PENDING];
+	pthread_mutex_lock(&c->pend_lock);
+	size_t n = c->npending;
+	memcpy(ids, c->pending, n * sizeof(ids[0]));
+	c->npending = 0;
+	pthread_mutex_unlock(&c->pend_lock);
+	for (size_t i = 0; i < n; i++)
+		controller_request_probe(c, ids[i]);
+}
+
+void controller_request_probe_async(struct controller *c, uint32_t backend_id)
+{
+	bool queued = false;
+	pthread_mutex_lock(&c->pend_lock);
+	for (size_t i = 0; i < c->npending; i++)
+		if (c->pending[i] == backend_id)
+			queued = true;
+	if (!queued && c->npending < MAX_PENDING) {
+		c->pending[c->npending++] = backend_id;
+		queued = true;
+	}
+	pthread_mutex_unlock(&c->pend_lock);
+	evloop_wake(c->l);
+}

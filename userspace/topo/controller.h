@@ -1,0 +1,49 @@
+/*
+ * controller.h - the controller state: the effective backend list, one probe
+ * per backend on the interval, health hysteresis, and the topology decided by
+ * rules.h. Logs every change of health or role as one line and publishes a
+ * new snapshot (topology.h) only when something a consumer acts on changed.
+ * Runs on the daemon's loop thread; only controller_request_probe_async() may
+ * be called from another thread.
+ */
+#ifndef MYSTEER_CONTROLLER_H
+#define MYSTEER_CONTROLLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/topology.h"
+#include "config/config.h"
+
+struct evloop;
+struct controller;
+
+/* One backend of the effective list (config + runtime changes). */
+struct ctl_backend_spec {
+	char name[TOPO_NAME_MAX];
+	char host[TOPO_HOST_MAX];
+	uint16_t port;
+	int priority, weight;
+	enum be_admin admin;
+};
+
+struct controller *controller_new(struct evloop *l);
+void controller_free(struct controller *c);
+
+/* Takes the probe settings and routes of cfg (kept by pointer: it must live
+ * until the next apply) and the effective backends. Backends keep their id,
+ * probe connection and health across applies when name and address stay. */
+int controller_apply(struct controller *c, const struct config *cfg,
+                     const struct ctl_backend_spec *specs, size_t n);
+
+/* A snapshot of everything now, including the latest lag and latency
+ * (published snapshots change only on decisions). Caller topo_put()s it. */
+struct topology *controller_snapshot(struct controller *c);
+
+/* Probe a backend now (loop thread), or from any thread. */
+void controller_request_probe(struct controller *c, uint32_t backend_id);
+void controller_request_probe_async(struct controller *c, uint32_t backend_id);
+/* Runs what other threads queued; the daemon calls it from its loop wake. */
+void controller_run_pending(struct controller *c);
+
+#endif

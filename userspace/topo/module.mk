@@ -1,0 +1,13 @@
+# topo: the topology rules (pure, unit-tested as a table) and the controller
+# state that feeds probe results through them.
+TOPO_RULES_OBJS := $(BUILD)/obj/userspace/topo/rules.o
+DAEMON_OBJS     += $(TOPO_RULES_OBJS) $(BUILD)/obj/userspace/topo/controller.o
+UNIT_TESTS      += $(BUILD)/tests/test_topo $(BUILD)/tests/test_evloop
+
+$(BUILD)/tests/test_topo: $(BUILD)/obj/tests/unit/test_topo.o $(TOPO_RULES_OBJS) $(COMMON_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ $(CHECK_LIBS) $(LDLIBS) -o $@
+
+$(BUILD)/tests/test_evloop: $(BUILD)/obj/tests/unit/test_evloop.o $(COMMON_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ $(CHECK_LIBS) $(LDLIBS) -o $@
