@@ -25,7 +25,8 @@
 #
 # Environment: BUILD (build dir, default build), BENCH_QUICK=1, BENCH_ROUNDS,
 # BENCH_TIME (seconds per sysbench run), BENCH_KEEP=1 (keep the scratch dir),
-# BENCH_OUT (where the quick run writes).
+# BENCH_OUT (where the quick run writes), BENCH_LOG_LEVEL (mysteerd's),
+# BENCH_PAUSE=1 (wait after setup, to inspect it).
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
@@ -56,6 +57,7 @@ export SANDBOX_BASE_PORT=3306
 WRITER=3306
 RELAY_NS=mysteer-bench-relay-$$
 CGROUP=""
+RELAY_CGROUP=""
 PIDS=()
 
 if [ "$QUICK" = 1 ]; then
@@ -67,9 +69,11 @@ if [ "$QUICK" = 1 ]; then
 	OUT=${BENCH_OUT:-$BUILD/bench}
 	IDLE_CONNS=1000
 else
-	ROUNDS=${BENCH_ROUNDS:-3}
-	TIME=${BENCH_TIME:-4}
-	CONN_TIME=3
+	# More short rounds rather than few long ones: the noise on a shared
+	# machine comes in bursts, and the median of per-round ratios absorbs it.
+	ROUNDS=${BENCH_ROUNDS:-4}
+	TIME=${BENCH_TIME:-3}
+	CONN_TIME=2
 	TABLES=4 ROWS=10000
 	WORKLOADS="ps8 ro8 ps1 conn4 rw8"
 	OUT=""
@@ -93,13 +97,13 @@ stop_pid() { # pid: TERM, then KILL after 5 s
 }
 
 cleanup() {
-	local rc=$? i
+	local rc=$? i cg
 	trap - EXIT INT TERM
 	for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do stop_pid "${PIDS[$i]}"; done
 	"$ROOT/scripts/sandbox.sh" down >/dev/null 2>&1 || say "sandbox down failed ($SANDBOX_DIR)"
-	if [ -n "$CGROUP" ] && [ -d "$CGROUP" ]; then
-		rmdir "$CGROUP" 2>/dev/null || say "could not remove cgroup $CGROUP"
-	fi
+	for cg in "$CGROUP" "$RELAY_CGROUP"; do
+		[ -n "$cg" ] && [ -d "$cg" ] && { rmdir "$cg" 2>/dev/null || say "could not remove cgroup $cg"; }
+	done
 	ip netns del "$RELAY_NS" 2>/dev/null
 	if [ "${BENCH_KEEP:-0}" = 1 ]; then
 		say "scratch kept: $SCRATCH"
@@ -125,6 +129,12 @@ sql_root() { # port query
 	mariadb --no-defaults -uroot -S "$SANDBOX_DIR/$1/mysqld.sock" -N -B -e "$2"
 }
 
+# nsenter, not `ip netns exec`: the latter remounts /sys, which would hide
+# our bpffs and the cgroup2 mount from the relay's mysteerd.
+in_relay_ns() {
+	nsenter --net="/run/netns/$RELAY_NS" -- "$@"
+}
+
 # Runs a command as a client of a path: in the steered cgroup, in the relay
 # namespace, or plainly.
 client() { # path cmd...
@@ -132,7 +142,7 @@ client() { # path cmd...
 	shift
 	case "$path" in
 	steer) (echo "$BASHPID" >"$CGROUP/cgroup.procs" && exec "$@") ;;
-	relay) ip netns exec "$RELAY_NS" "$@" ;;
+	relay) in_relay_ns "$@" ;;
 	*) "$@" ;;
 	esac
 }
@@ -234,7 +244,7 @@ write_daemon_conf() { # file dir cgroup local_handoff backend_host
 		admin_socket = $2/admin.sock
 		state_file = $2/state
 		bpffs_dir = /sys/fs/bpf/$(basename "$2")
-		log_level = warn
+		log_level = ${BENCH_LOG_LEVEL:-warn}
 		[probe]
 		interval_ms = 200
 		user = mysteer
@@ -275,7 +285,7 @@ wait_writer() { # dir [netns]
 	local i out
 	for i in $(seq 1 50); do
 		if [ -n "${2:-}" ]; then
-			out=$(ip netns exec "$2" "$BUILD/mysteerctl" --socket "$1/admin.sock" --json status 2>/dev/null)
+			out=$(in_relay_ns "$BUILD/mysteerctl" --socket "$1/admin.sock" --json status 2>/dev/null)
 		else
 			out=$("$BUILD/mysteerctl" --socket "$1/admin.sock" --json status 2>/dev/null)
 		fi
@@ -327,13 +337,19 @@ setup_relay_daemon() {
 	ip netns add "$RELAY_NS" || return 0
 	ip link add mbr0 type veth peer name mbr1 netns "$RELAY_NS" || return 0
 	ip addr add 10.231.0.1/30 dev mbr0 && ip link set mbr0 up || return 0
-	ip netns exec "$RELAY_NS" sh -c 'ip link set lo up && ip addr add 10.231.0.2/30 dev mbr1 &&
+	in_relay_ns sh -c 'ip link set lo up && ip addr add 10.231.0.2/30 dev mbr1 &&
 		ip link set mbr1 up && sysctl -qw net.ipv4.ip_local_port_range="20000 65000" &&
 		sysctl -qw net.ipv4.tcp_tw_reuse=1' || return 0
 	mkdir -p "$d"
-	write_daemon_conf "$d/mysteer.conf" "$d" "" off 10.231.0.1
+	# Its own (empty) cgroup too: the daemon publishes its routes only with
+	# steering on, and the relay path must be the full daemon, not a subset.
+	if [ -n "$CGROUP" ]; then
+		RELAY_CGROUP=${CGROUP%/*}/mysteer-bench-relay-$$
+		mkdir "$RELAY_CGROUP" || RELAY_CGROUP=""
+	fi
+	write_daemon_conf "$d/mysteer.conf" "$d" "$RELAY_CGROUP" off 10.231.0.1
 	chmod 600 "$d/mysteer.conf"
-	ip netns exec "$RELAY_NS" "$BUILD/mysteerd" -c "$d/mysteer.conf" -f >"$d/log" 2>&1 &
+	in_relay_ns "$BUILD/mysteerd" -c "$d/mysteer.conf" -f >"$d/log" 2>&1 &
 	PIDS+=($!)
 	if wait_writer "$d" "$RELAY_NS"; then
 		RELAY_DAEMON=1
@@ -554,6 +570,13 @@ main() {
 	setup_sandbox
 	setup_haproxy
 	setup_mysteerd
+
+	# BENCH_PAUSE=1: stop here so the setup can be inspected from inside
+	# (nsenter -t <bench pid> -n -m); touch the named file to go on.
+	if [ -n "${BENCH_PAUSE:-}" ]; then
+		say "paused (pid $$): touch $SCRATCH/go to continue"
+		while [ ! -e "$SCRATCH/go" ]; do sleep 1; done
+	fi
 
 	local paths=(direct)
 	for p in haproxy steer lookup relay proxy; do
