@@ -97,9 +97,15 @@ static const uint8_t cclass[256] = {
     ['*'] = C_STAR,
 };
 
+/* Identifier bytes, one load a byte in the hot loops. */
+static const bool wordc[256] = {
+    ['0' ... '9'] = true, ['A' ... 'Z'] = true, ['a' ... 'z'] = true,
+    ['_'] = true,         ['$'] = true,         [0x80 ... 0xff] = true,
+};
+
 static inline bool is_wordc(uint8_t c)
 {
-	return cclass[c] == C_WORD || cclass[c] == C_DIGIT;
+	return wordc[c];
 }
 
 struct tok {
@@ -118,6 +124,7 @@ struct lx {
 	const uint8_t *last_end; /* end of the previous token */
 	bool in_exec;            /* inside an executable comment */
 	uint8_t last_type;       /* type of the previous token */
+	bool num_lists;          /* "1, 2, 3" may be one T_NUM (no "," matters) */
 	bool nul;                /* a NUL byte outside strings and comments */
 	uint32_t flags;          /* hints and CLS_F_UNTERMINATED */
 };
@@ -233,7 +240,8 @@ static const uint8_t *skip_line(const uint8_t *p, const uint8_t *end)
 	return n ? n + 1 : end;
 }
 
-static void lex_word(struct lx *lx, struct tok *t, const uint8_t *p)
+static inline __attribute__((always_inline)) void lex_word(struct lx *lx, struct tok *t,
+                                                           const uint8_t *p)
 {
 	const uint8_t *s = p, *end = lx->end;
 	const struct word *w;
@@ -244,7 +252,7 @@ static void lex_word(struct lx *lx, struct tok *t, const uint8_t *p)
 	t->off = (uint32_t)(s - lx->base);
 	t->len = (uint32_t)(p - s);
 	lx->p = p;
-	w = words_find(s, (size_t)(p - s));
+	w = words_find(s, (size_t)(p - s), (size_t)(end - s));
 	if (w) {
 		t->kw = w->kw;
 		t->kwf = w->kwf;
@@ -291,12 +299,39 @@ static void lex_at(struct lx *lx, struct tok *t, const uint8_t *p, bool glued)
 	lx->p = p;
 }
 
-static void lex(struct lx *lx, struct tok *t)
+static inline const uint8_t *skip_number(const uint8_t *p, const uint8_t *end)
+{
+	while (p < end && (is_wordc(*p) || *p == '.'))
+		p++;
+	return p;
+}
+
+/* "1, 2, 3" as one token: long IN lists and multi-row VALUES are mostly
+ * numbers, and nothing in them changes a decision; the separators after the
+ * last number are given back. */
+static inline const uint8_t *skip_number_list(const uint8_t *p, const uint8_t *end)
+{
+	for (;;) {
+		const uint8_t *q;
+
+		p = skip_number(p, end);
+		q = p;
+		while (q < end && (*q == ',' || *q == ' '))
+			q++;
+		if (q == p || q >= end || cclass[*q] != C_DIGIT)
+			return p;
+		p = q;
+	}
+}
+
+static inline __attribute__((always_inline)) void lex(struct lx *lx, struct tok *t)
 {
 	const uint8_t *p = lx->p, *end = lx->end, *s;
 	bool glued;
 
-	memset(t, 0, sizeof(*t));
+	t->fn = t->kwf = 0;
+	t->tctx = t->qual = false;
+	t->kw = 0;
 	for (;;) {
 		while (p < end && cclass[*p] == C_SPACE)
 			p++;
@@ -344,8 +379,7 @@ static void lex(struct lx *lx, struct tok *t)
 		break;
 	case C_DIGIT:
 		s = p;
-		while (p < end && (is_wordc(*p) || *p == '.'))
-			p++;
+		p = lx->num_lists ? skip_number_list(p, end) : skip_number(p, end);
 		t->type = T_NUM;
 		t->len = (uint32_t)(p - s);
 		lx->p = p;
@@ -360,6 +394,8 @@ static void lex(struct lx *lx, struct tok *t)
 		lx->p = p;
 		break;
 	case C_AT:
+		glued = p == lx->last_end && (lx->last_type == T_STR || lx->last_type == T_QID ||
+		                              lx->last_type == T_WORD);
 		lex_at(lx, t, p, glued);
 		break;
 	case C_COLON:
@@ -404,7 +440,8 @@ enum pend { P_NONE = 0, P_VAR, P_DML };
 
 struct ps {
 	struct lx lx;
-	struct tok t, prev, prev2;
+	struct tok ring[3];
+	struct tok *t, *prev, *prev2; /* rotate through ring: no copies */
 	const struct cls_options *opt;
 	const char *db; /* current schema (changes with USE in a multi-statement) */
 	size_t dblen;
@@ -435,29 +472,37 @@ static bool is_name(const struct tok *t)
 	return t->type == T_WORD || t->type == T_QID;
 }
 
-static void adv(struct ps *s)
+static inline __attribute__((always_inline)) void adv_inline(struct ps *s)
 {
+	struct tok *n = s->prev2;
+
 	s->prev2 = s->prev;
 	s->prev = s->t;
-	lex(&s->lx, &s->t);
-	if (!is_name(&s->t))
+	s->t = n;
+	lex(&s->lx, n);
+	if (!is_name(n))
 		return;
-	if (s->prev.type == T_DOT && is_name(&s->prev2)) {
-		s->t.qual = true;
-		s->t.qoff = s->prev2.off;
-		s->t.qlen = s->prev2.len;
-		s->t.tctx = s->prev2.tctx;
+	if (s->prev->type == T_DOT && is_name(s->prev2)) {
+		n->qual = true;
+		n->qoff = s->prev2->off;
+		n->qlen = s->prev2->len;
+		n->tctx = s->prev2->tctx;
 		return;
 	}
-	if (s->prev.type == T_WORD && (s->prev.kwf & KWF_T))
-		s->t.tctx = true;
-	else if (s->prev.type == T_COMMA && s->in_with && s->depth == s->with_depth)
-		s->t.tctx = true;
+	if (s->prev->type == T_WORD && (s->prev->kwf & KWF_T))
+		n->tctx = true;
+	else if (s->prev->type == T_COMMA && s->in_with && s->depth == s->with_depth)
+		n->tctx = true;
+}
+
+static void adv(struct ps *s)
+{
+	adv_inline(s);
 }
 
 static inline bool at_end(const struct ps *s)
 {
-	return s->t.type == T_EOF || s->t.type == T_SEMI;
+	return s->t->type == T_EOF || s->t->type == T_SEMI;
 }
 
 static const char *txt(const struct ps *s, uint32_t off)
@@ -556,9 +601,9 @@ static void on_sysvar_read(struct ps *s, const struct tok *t)
 /* Keywords that matter inside a read (M_QUERY). */
 static void on_query_word(struct ps *s)
 {
-	const struct tok *t = &s->t;
-	uint16_t pk = s->prev.type == T_WORD ? s->prev.kw : KW_NONE;
-	uint16_t pk2 = s->prev2.type == T_WORD ? s->prev2.kw : KW_NONE;
+	const struct tok *t = s->t;
+	uint16_t pk = s->prev->type == T_WORD ? s->prev->kw : KW_NONE;
+	uint16_t pk2 = s->prev2->type == T_WORD ? s->prev2->kw : KW_NONE;
 
 	if (t->kw != KW_INTO)
 		s->into = false;
@@ -604,14 +649,14 @@ static void resolve_pending(struct ps *s, enum mode mode)
 
 	s->pend = P_NONE;
 	if (p == P_VAR) {
-		if (s->t.type == T_ASSIGN) {
+		if (s->t->type == T_ASSIGN) {
 			s->flags |= CLS_F_USER_VAR_WRITE;
 			if (mode & M_QUERY)
 				force_write(s, CLS_R_USER_VAR_WRITE);
 		} else {
 			s->flags |= CLS_F_USER_VAR_READ;
 		}
-	} else if (p == P_DML && s->t.type != T_LP) {
+	} else if (p == P_DML && s->t->type != T_LP) {
 		force_write(s, CLS_R_DML);
 	}
 }
@@ -621,20 +666,24 @@ static void resolve_pending(struct ps *s, enum mode mode)
 static void scan_body(struct ps *s, unsigned mode, bool stop_comma)
 {
 	s->base_depth = s->depth;
-	for (;; adv(s)) {
+	s->lx.num_lists = !stop_comma;
+	for (;; adv_inline(s)) {
 		if (s->pend)
 			resolve_pending(s, (enum mode)mode);
-		switch (s->t.type) {
+		switch (s->t->type) {
 		case T_EOF:
 		case T_SEMI:
+			s->lx.num_lists = false;
 			return;
 		case T_COMMA:
-			if (stop_comma && s->depth == s->base_depth)
+			if (stop_comma && s->depth == s->base_depth) {
+				s->lx.num_lists = false;
 				return;
+			}
 			break;
 		case T_LP:
-			if ((mode & M_CALLS) && is_name(&s->prev) && !s->prev.tctx)
-				on_call(s, &s->prev);
+			if ((mode & M_CALLS) && is_name(s->prev) && !s->prev->tctx)
+				on_call(s, s->prev);
 			s->depth++;
 			break;
 		case T_RP:
@@ -648,13 +697,13 @@ static void scan_body(struct ps *s, unsigned mode, bool stop_comma)
 				s->pend = P_VAR;
 			break;
 		case T_SYSVAR:
-			on_sysvar_read(s, &s->t);
+			on_sysvar_read(s, s->t);
 			break;
 		case T_WORD:
-			if (s->t.kw == KW_WITH) {
+			if (s->t->kw == KW_WITH) {
 				s->in_with = true;
 				s->with_depth = s->depth;
-			} else if (s->t.kw && (mode & M_QUERY)) {
+			} else if (s->t->kw && (mode & M_QUERY)) {
 				on_query_word(s);
 			}
 			break;
@@ -666,7 +715,7 @@ static void scan_body(struct ps *s, unsigned mode, bool stop_comma)
  * bodies and compound statements contain ";". */
 static void scan_all(struct ps *s)
 {
-	while (s->t.type != T_EOF)
+	while (s->t->type != T_EOF)
 		adv(s);
 }
 
@@ -681,7 +730,7 @@ static void set_token(struct ps *s, enum cls_token tok, enum cls_reason r)
 
 static bool kw_is(const struct ps *s, enum kw k)
 {
-	return s->t.type == T_WORD && s->t.kw == k;
+	return s->t->type == T_WORD && s->t->kw == k;
 }
 
 /* Trailing words after a complete statement mean we did not understand it. */
@@ -731,7 +780,7 @@ static void parse_start(struct ps *s)
 				adv(s);
 			bad = bad || !kw_is(s, KW_SNAPSHOT);
 		} else {
-			bad = s->t.type != T_COMMA;
+			bad = s->t->type != T_COMMA;
 		}
 		if (!bad)
 			adv(s);
@@ -778,16 +827,16 @@ static void parse_use(struct ps *s)
 {
 	adv(s);
 	set_token(s, CLS_SESSION, CLS_R_SET);
-	if (s->t.type != T_WORD && s->t.type != T_QID && s->t.type != T_NUM) {
+	if (s->t->type != T_WORD && s->t->type != T_QID && s->t->type != T_NUM) {
 		force_write(s, CLS_R_NOT_UNDERSTOOD);
 		scan_body(s, M_NONE, false);
 		return;
 	}
 	s->flags |= CLS_F_USE;
-	s->use_off = s->t.off;
-	s->use_len = s->t.len;
-	s->db = txt(s, s->t.off);
-	s->dblen = s->t.len;
+	s->use_off = s->t->off;
+	s->use_len = s->t->len;
+	s->db = txt(s, s->t->off);
+	s->dblen = s->t->len;
 	adv(s);
 	expect_end(s);
 }
@@ -800,21 +849,21 @@ static void parse_call(struct ps *s)
 
 	adv(s);
 	s->flags |= CLS_F_ROUTINE;
-	if (!is_name(&s->t)) {
+	if (!is_name(s->t)) {
 		set_token(s, CLS_WRITE, CLS_R_NOT_UNDERSTOOD);
 		scan_body(s, M_CALLS, false);
 		return;
 	}
-	name = txt(s, s->t.off);
-	nlen = s->t.len;
+	name = txt(s, s->t->off);
+	nlen = s->t->len;
 	adv(s);
-	if (s->t.type == T_DOT) {
+	if (s->t->type == T_DOT) {
 		adv(s);
-		if (is_name(&s->t)) {
+		if (is_name(s->t)) {
 			schema = name;
 			slen = nlen;
-			name = txt(s, s->t.off);
-			nlen = s->t.len;
+			name = txt(s, s->t->off);
+			nlen = s->t->len;
 			adv(s);
 		}
 	}
@@ -830,11 +879,11 @@ static void parse_call(struct ps *s)
 
 static bool is_query_start(const struct ps *s)
 {
-	if (s->t.type == T_LP)
+	if (s->t->type == T_LP)
 		return true;
-	if (s->t.type != T_WORD)
+	if (s->t->type != T_WORD)
 		return false;
-	switch (s->t.kw) {
+	switch (s->t->kw) {
 	case KW_SELECT:
 	case KW_WITH:
 	case KW_VALUES:
@@ -854,7 +903,7 @@ static void skip_format(struct ps *s)
 	if (!kw_is(s, KW_FORMAT))
 		return;
 	adv(s);
-	if (s->t.type == T_EQ)
+	if (s->t->type == T_EQ)
 		adv(s);
 	if (!at_end(s))
 		adv(s);
@@ -876,7 +925,7 @@ static bool parse_explain(struct ps *s)
 		s->explain = true;
 		return true;
 	}
-	if (kw_is(s, KW_FOR) || s->t.type == T_WORD || s->t.type == T_QID) {
+	if (kw_is(s, KW_FOR) || s->t->type == T_WORD || s->t->type == T_QID) {
 		set_token(s, CLS_READ, CLS_R_SHOW); /* EXPLAIN FOR CONNECTION, DESCRIBE t */
 		scan_body(s, M_NONE, false);
 		return false;
@@ -938,7 +987,7 @@ static void parse_get(struct ps *s)
 /* CREATE/ALTER/DROP/RENAME/TRUNCATE/GRANT/REVOKE. */
 static void parse_ddl(struct ps *s)
 {
-	uint16_t verb = s->t.kw;
+	uint16_t verb = s->t->kw;
 	bool temp = false;
 
 	set_token(s, CLS_WRITE, CLS_R_DDL);
@@ -957,7 +1006,7 @@ static void parse_ddl(struct ps *s)
 	if (verb == KW_CREATE) {
 		/* CREATE [DEFINER=..] [AGGREGATE] PROCEDURE|FUNCTION|TRIGGER|EVENT:
 		 * the body may hold ";" and belongs to this statement. */
-		for (int i = 0; i < 12 && !at_end(s) && s->t.type != T_LP; i++, adv(s)) {
+		for (int i = 0; i < 12 && !at_end(s) && s->t->type != T_LP; i++, adv(s)) {
 			if (kw_is(s, KW_PROCEDURE) || kw_is(s, KW_FUNCTION) ||
 			    kw_is(s, KW_TRIGGER) || kw_is(s, KW_EVENT)) {
 				scan_all(s);
@@ -970,7 +1019,7 @@ static void parse_ddl(struct ps *s)
 
 static void parse_admin(struct ps *s)
 {
-	switch (s->t.kw) {
+	switch (s->t->kw) {
 	case KW_LOCK:
 	case KW_OPTIMIZE:
 	case KW_REPAIR:
@@ -989,15 +1038,15 @@ static void parse_admin(struct ps *s)
 	scan_body(s, M_NONE, false);
 }
 
-/* SET STATEMENT a=1[, ...] FOR stmt: returns true with stmt at s->t. */
+/* SET STATEMENT a=1[, ...] FOR stmt: returns true with stmt at s->t-> */
 static bool skip_set_statement(struct ps *s)
 {
 	int depth = 0;
 
 	for (adv(s); !at_end(s); adv(s)) {
-		if (s->t.type == T_LP)
+		if (s->t->type == T_LP)
 			depth++;
-		else if (s->t.type == T_RP && depth > 0)
+		else if (s->t->type == T_RP && depth > 0)
 			depth--;
 		else if (depth == 0 && kw_is(s, KW_FOR)) {
 			adv(s);
@@ -1010,14 +1059,14 @@ static bool skip_set_statement(struct ps *s)
 /* The value of SET autocommit = v. */
 static void autocommit_value(struct ps *s)
 {
-	const uint8_t *v = s->lx.base + s->t.off;
-	size_t n = s->t.len;
+	const uint8_t *v = s->lx.base + s->t->off;
+	size_t n = s->t->len;
 
-	if (s->t.type == T_NUM && n == 1 && (*v == '0' || *v == '1'))
+	if (s->t->type == T_NUM && n == 1 && (*v == '0' || *v == '1'))
 		s->flags |= *v == '0' ? CLS_F_AUTOCOMMIT_OFF : CLS_F_AUTOCOMMIT_ON;
-	else if (s->t.type == T_WORD && (name_is(v, n, "off") || name_is(v, n, "false")))
+	else if (s->t->type == T_WORD && (name_is(v, n, "off") || name_is(v, n, "false")))
 		s->flags |= CLS_F_AUTOCOMMIT_OFF;
-	else if (s->t.type == T_WORD && (name_is(v, n, "on") || name_is(v, n, "true")))
+	else if (s->t->type == T_WORD && (name_is(v, n, "on") || name_is(v, n, "true")))
 		s->flags |= CLS_F_AUTOCOMMIT_ON;
 	else
 		s->flags |= CLS_F_UNREPLAYABLE; /* an expression: cannot track */
@@ -1046,27 +1095,27 @@ static bool parse_set_item(struct ps *s)
 		scan_body(s, M_CALLS, true);
 		return true;
 	}
-	if (s->t.type == T_VAR) {
+	if (s->t->type == T_VAR) {
 		s->flags |= CLS_F_USER_VAR_WRITE;
-	} else if (s->t.type == T_SYSVAR) {
+	} else if (s->t->type == T_SYSVAR) {
 		const uint8_t *n;
 		size_t len;
 		bool g;
 
-		sysvar_name(s, &s->t, &n, &len, &g);
+		sysvar_name(s, s->t, &n, &len, &g);
 		global |= g;
 		autocommit = name_is(n, len, "autocommit");
-	} else if (is_name(&s->t)) {
-		autocommit = name_is(s->lx.base + s->t.off, s->t.len, "autocommit");
+	} else if (is_name(s->t)) {
+		autocommit = name_is(s->lx.base + s->t->off, s->t->len, "autocommit");
 	} else {
 		return false;
 	}
 	adv(s);
-	if (s->t.type == T_DOT) { /* SET [SESSION] component.var */
+	if (s->t->type == T_DOT) { /* SET [SESSION] component.var */
 		adv(s);
 		adv(s);
 	}
-	if (s->t.type != T_EQ && s->t.type != T_ASSIGN)
+	if (s->t->type != T_EQ && s->t->type != T_ASSIGN)
 		return false;
 	adv(s);
 	if (global)
@@ -1106,7 +1155,7 @@ static bool parse_set(struct ps *s)
 			scan_body(s, M_NONE, false);
 			return false;
 		}
-		if (s->t.type != T_COMMA)
+		if (s->t->type != T_COMMA)
 			break;
 		adv(s);
 	}
@@ -1135,7 +1184,7 @@ static void parse_stmt(struct ps *s)
 {
 	reset_stmt(s);
 	for (;;) {
-		while (s->t.type == T_LP) {
+		while (s->t->type == T_LP) {
 			s->depth++;
 			adv(s);
 		}
@@ -1144,12 +1193,12 @@ static void parse_stmt(struct ps *s)
 				set_token(s, CLS_WRITE, CLS_R_NOT_UNDERSTOOD);
 			return;
 		}
-		if (s->t.type != T_WORD) {
+		if (s->t->type != T_WORD) {
 			set_token(s, CLS_WRITE, CLS_R_NOT_UNDERSTOOD);
 			scan_body(s, M_NONE, false);
 			return;
 		}
-		switch (s->t.kw) {
+		switch (s->t->kw) {
 		case KW_WITH:
 		case KW_SELECT:
 		case KW_VALUES:
@@ -1201,7 +1250,7 @@ static void parse_stmt(struct ps *s)
 			return;
 		case KW_COMMIT:
 		case KW_ROLLBACK:
-			parse_end(s, s->t.kw == KW_ROLLBACK);
+			parse_end(s, s->t->kw == KW_ROLLBACK);
 			return;
 		case KW_SAVEPOINT:
 		case KW_RELEASE:
@@ -1280,7 +1329,12 @@ void cls_classify(const struct cls_options *opt, const char *sql, size_t len,
 	uint32_t flags = 0;
 
 	words_init();
-	memset(&s, 0, sizeof(s));
+	s.lx.in_exec = s.lx.nul = s.lx.num_lists = false;
+	s.lx.flags = 0;
+	s.lx.last_type = T_EOF;
+	s.db = NULL;
+	s.dblen = 0;
+	s.use_off = s.use_len = 0;
 	s.lx.base = s.lx.p = (const uint8_t *)sql;
 	s.lx.end = s.lx.base + len;
 	s.lx.last_end = s.lx.base;
@@ -1292,14 +1346,19 @@ void cls_classify(const struct cls_options *opt, const char *sql, size_t len,
 	memset(out, 0, sizeof(*out));
 	out->token = CLS_READ;
 	out->reason = CLS_R_EMPTY;
-	lex(&s.lx, &s.t);
+	s.t = &s.ring[0];
+	s.prev = &s.ring[1];
+	s.prev2 = &s.ring[2];
+	s.ring[1].type = s.ring[2].type = T_EOF;
+	reset_stmt(&s);
+	lex(&s.lx, s.t);
 	for (;;) {
 		enum cls_token tok;
 		enum cls_reason reason;
 
-		while (s.t.type == T_SEMI)
+		while (s.t->type == T_SEMI)
 			adv(&s);
-		if (s.t.type == T_EOF)
+		if (s.t->type == T_EOF)
 			break;
 		parse_stmt(&s);
 		finish_stmt(&s, &tok, &reason);

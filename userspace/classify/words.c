@@ -10,33 +10,26 @@
 
 #include "classify/words.h"
 
-#define SLOTS 4096 /* power of two, load factor < 0.25: short probes */
-
-static struct word words[KW__COUNT + 700];
+struct word words[KW__COUNT + 700];
 static size_t nwords;
-static uint16_t slots[SLOTS]; /* index + 1 into words, 0 = empty */
+uint16_t words_slots[WORDS_SLOTS]; /* index + 1 into words, 0 = empty */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-static uint32_t hash_upper(const unsigned char *s, size_t n)
-{
-	uint32_t h = 2166136261u;
-
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = s[i];
-
-		if (c >= 'a' && c <= 'z')
-			c -= 32;
-		h = (h ^ c) * 16777619u;
-	}
-	return h;
-}
-
+/*
+ * Keys: a word is read 8 bytes at a time into little-endian uint64_t and
+ * "folded" by OR-ing 0x20 into every byte. For word characters
+ * ([A-Za-z0-9_$] and bytes >= 0x80) this maps upper to lower case and
+ * nothing else together that could make a non-keyword equal a keyword
+ * (keywords are ASCII; '_' folds to 0x7f, which is no word character), so
+ * comparing folded keys is a case-insensitive compare of whole 8-byte
+ * chunks, and one multiply hashes a word.
+ */
 static struct word *find_exact(const char *name, size_t n)
 {
-	uint32_t h = hash_upper((const unsigned char *)name, n);
+	uint64_t k0 = words_key((const unsigned char *)name, n, 0);
 
-	for (uint32_t i = h & (SLOTS - 1); slots[i]; i = (i + 1) & (SLOTS - 1)) {
-		struct word *w = &words[slots[i] - 1];
+	for (uint32_t i = words_slot(k0, n); words_slots[i]; i = (i + 1) & (WORDS_SLOTS - 1)) {
+		struct word *w = &words[words_slots[i] - 1];
 
 		if (w->len == n && memcmp(w->name, name, n) == 0)
 			return w;
@@ -57,10 +50,11 @@ static struct word *insert(const char *name)
 	w = &words[nwords++];
 	w->name = name;
 	w->len = (uint8_t)n;
-	for (i = hash_upper((const unsigned char *)name, n) & (SLOTS - 1); slots[i];
-	     i = (i + 1) & (SLOTS - 1))
+	for (size_t c = 0; c * 8 < n; c++)
+		w->key[c] = words_key((const unsigned char *)name + 8 * c, n - 8 * c, 0);
+	for (i = words_slot(w->key[0], n); words_slots[i]; i = (i + 1) & (WORDS_SLOTS - 1))
 		;
-	slots[i] = (uint16_t)nwords;
+	words_slots[i] = (uint16_t)nwords;
 	return w;
 }
 
@@ -101,28 +95,4 @@ static void build(void)
 void words_init(void)
 {
 	pthread_once(&once, build);
-}
-
-const struct word *words_find(const unsigned char *s, size_t n)
-{
-	uint32_t h = 2166136261u;
-	unsigned char up[WORD_MAX];
-
-	if (n > WORD_MAX)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = s[i];
-
-		if (c >= 'a' && c <= 'z')
-			c -= 32;
-		up[i] = c;
-		h = (h ^ c) * 16777619u;
-	}
-	for (uint32_t i = h & (SLOTS - 1); slots[i]; i = (i + 1) & (SLOTS - 1)) {
-		const struct word *w = &words[slots[i] - 1];
-
-		if (w->len == n && memcmp(w->name, up, n) == 0)
-			return w;
-	}
-	return NULL;
 }

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 enum kw {
 	KW_NONE = 0,
@@ -26,6 +27,7 @@ enum fn_class { FN_NONE = 0, FN_P, FN_W, FN_C, FN_S, FN_L };
 
 struct word {
 	const char *name;
+	uint64_t key[5]; /* the name, 8 bytes a word, folded (see words_fold) */
 	uint8_t len;
 	uint8_t kwf; /* KWF_N | KWF_T */
 	uint8_t fn;  /* enum fn_class */
@@ -34,8 +36,59 @@ struct word {
 
 #define WORD_MAX 40 /* longer words are neither keywords nor builtins */
 
+#define WORDS_SLOTS 4096 /* power of two, load factor < 0.25: short probes */
+extern struct word words[];
+extern uint16_t words_slots[WORDS_SLOTS];
+
 void words_init(void);
-/* s[0..n) as it appears in the statement (any case); NULL if unknown. */
-const struct word *words_find(const unsigned char *s, size_t n);
+
+#define FOLD 0x2020202020202020ull
+
+static inline uint64_t words_key(const unsigned char *s, size_t n, size_t avail)
+{
+	uint64_t k = 0;
+
+	if (avail >= 8) {
+		memcpy(&k, s, 8);
+		if (n < 8)
+			k &= ~0ull >> (64 - 8 * n);
+	} else {
+		for (size_t i = 0; i < n && i < 8; i++)
+			k |= (uint64_t)s[i] << (8 * i);
+	}
+	return k | (FOLD & (~0ull >> (n < 8 ? 64 - 8 * n : 0)));
+}
+
+static inline uint32_t words_slot(uint64_t k0, size_t n)
+{
+	return (uint32_t)(((k0 ^ n) * 0x9e3779b97f4a7c15ull) >> (64 - 12));
+}
+
+/* s[0..n) as it appears in the statement (any case); NULL if unknown.
+ * s[0..avail) may be read (avail >= n): lets the lookup load 8 bytes at a
+ * time without a copy when the buffer goes on after the word. Inline: it
+ * runs for nearly every word of every statement. */
+static inline __attribute__((always_inline)) const struct word *words_find(const unsigned char *s,
+                                                                           size_t n, size_t avail)
+{
+	uint64_t k0;
+
+	if (n > WORD_MAX || n == 0)
+		return NULL;
+	k0 = words_key(s, n, avail);
+	for (uint32_t i = words_slot(k0, n); words_slots[i]; i = (i + 1) & (WORDS_SLOTS - 1)) {
+		const struct word *w = &words[words_slots[i] - 1];
+		size_t c;
+
+		if (w->len != n || w->key[0] != k0)
+			continue;
+		for (c = 1; c * 8 < n; c++)
+			if (w->key[c] != words_key(s + 8 * c, n - 8 * c, avail - 8 * c))
+				break;
+		if (c * 8 >= n)
+			return w;
+	}
+	return NULL;
+}
 
 #endif
