@@ -235,6 +235,15 @@ setup_haproxy() {
 	haproxy -db -f "$cfg" >"$SCRATCH/haproxy.log" 2>&1 &
 	PIDS+=($!)
 	wait_port 16446 || die "haproxy does not listen (log: $SCRATCH/haproxy.log)"
+	# The read-only frontend is not measured (all L4 paths use the writer),
+	# but a config that does not balance the replicas would be a wrong baseline.
+	local i got
+	for i in $(seq 1 30); do
+		got=$(ask direct 16447 "SELECT @@port")
+		case "$got" in 3307 | 3308) return 0 ;; esac
+		sleep 0.2
+	done
+	say "warning: haproxy's read-only frontend answered '${got:-nothing}', not a replica"
 }
 
 write_daemon_conf() { # file dir cgroup local_handoff backend_host
