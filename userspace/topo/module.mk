@@ -11,3 +11,5 @@ $(BUILD)/tests/test_topo: $(BUILD)/obj/tests/unit/test_topo.o $(TOPO_RULES_OBJS)
 $(BUILD)/tests/test_evloop: $(BUILD)/obj/tests/unit/test_evloop.o $(COMMON_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(CHECK_LIBS) $(LDLIBS) -o $@
+
+INTEG_TESTS += tests/integration/controller.sh

@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# controller.sh - mysteerd's topology against real servers (issue 2): initial
+# roles, a replica killed and restarted, a black-holed backend that must not
+# delay the others, replication lag beyond max_replication_lag_s, failover
+# with promote under both writer policies, the sticky writer, and admin
+# changes surviving a restart. One sandbox, reset with `down; up` (a file
+# copy) where a case leaves the cluster changed. Runs in its own namespaces.
+. "$(dirname "$0")/lib.sh"
+itest_init controller
+
+INTERVAL=200 TIMEOUT=500 FALL=2
+export ITEST_INTERVAL_MS=$INTERVAL ITEST_TIMEOUT_MS=$TIMEOUT
+export ITEST_PROBE_EXTRA="max_replication_lag_s = 2"
+# fall x interval + timeout, three times over (DESIGN.md: slack for 2 cores)
+DOWN_DEADLINE_S=$(((FALL * INTERVAL + TIMEOUT) * 3 / 1000 + 1))
+
+bfield() { status_json | json_get "[b['$2'] for b in d['backends'] if b['name']=='$1'][0]"; }
+state_is() { test "$(bfield "$1" state)" = "$2"; }
+writer_is() { test "$(ctl_writer)" = "$1"; }
+role_is() { test "$(bfield "$1" role)" = "$2"; }
+topology_is() { test "$(ctl_writer)" = "$1" && test "$(ctl_readers)" = "$2"; }
+ro_targets() { status_json | json_get "','.join([r['targets'] for r in d['routes'] if r['name']=='ro'][0])"; }
+log_has() { grep -q -- "$1" "$T/mysteerd.log"; }
+
+fresh_sandbox() {
+	sb down >/dev/null 2>&1
+	itest_sandbox_up >/dev/null 2>&1
+}
+
+restart_daemon() { # config
+	itest_daemon_stop TERM
+	itest_daemon_start "$1"
+}
+
+itest_sandbox_up
+itest_write_config "$T/mysteer.conf"
+itest_daemon_start "$T/mysteer.conf" || exit 1
+
+# --- initial topology ---------------------------------------------------------
+ms=$(wait_until 15 topology_is db1 "db2 db3")
+check "db1 ($P1) writer, db2 db3 ($P2 $P3) readers after ${ms} ms" topology_is db1 "db2 db3"
+check "status has lag_s 0-ish for readers" test "$(bfield db2 lag_s)" != None
+check "status has cgroup and bpffs_dir" \
+	test "$(status_json | json_get "bool(d['cgroup']) and d['bpffs_dir']=='/sys/fs/bpf/mysteer'")" = True
+check "log: writer none -> db1" log_has "writer none -> db1"
+
+# --- a replica killed and started again ----------------------------------------
+t0=$(date +%s%3N)
+sb kill "$P2" >/dev/null 2>&1
+ms=$(wait_until "$DOWN_DEADLINE_S" state_is db2 down)
+check "kill $P2: db2 down within ${DOWN_DEADLINE_S}s" state_is db2 down
+measured "kill replica -> down: $(($(date +%s%3N) - t0)) ms (poll $ms ms, interval $INTERVAL, timeout $TIMEOUT, fall $FALL)"
+check_eq "db2 out of the readers" "db3" "$(ctl_readers)"
+check "log: db2 up -> down with a reason" grep -qE "db2 up -> down: .+" "$T/mysteerd.log"
+check "log: db2 reader -> none" log_has "db2 reader -> none"
+sb start "$P2" >/dev/null 2>&1
+ms=$(wait_until 15 role_is db2 reader)
+check "start $P2: db2 reader again (${ms} ms)" role_is db2 reader
+
+# --- a black-holed backend does not delay the others -----------------------------
+# A listener that accepts TCP and never says a word (the handshake never comes).
+BH_PORT=$((P1 + 50))
+itest_bg python3 -c "
+import socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('127.0.0.1', $BH_PORT)); s.listen(128)
+conns = []
+while True:
+    c, _ = s.accept(); conns.append(c)
+"
+sleep 0.3
+check "add a black-holed backend" ctl add bh "127.0.0.1:$BH_PORT" priority=50
+ms=$(wait_until 10 state_is bh down)
+check "black hole goes down (${ms} ms)" state_is bh down
+check "black hole reason names the timeout" grep -qE "bh .* -> down: no answer within $TIMEOUT ms" "$T/mysteerd.log"
+t0=$(date +%s%3N)
+sb kill "$P3" >/dev/null 2>&1
+ms=$(wait_until "$DOWN_DEADLINE_S" state_is db3 down)
+check "with a black hole present, kill $P3: db3 down within ${DOWN_DEADLINE_S}s" state_is db3 down
+measured "kill replica -> down with a black-holed backend probed alongside: $(($(date +%s%3N) - t0)) ms"
+check "writer db1 unaffected by the black hole" test "$(ctl_writer)" = db1
+sb start "$P3" >/dev/null 2>&1
+wait_until 15 role_is db3 reader >/dev/null
+check "db3 reader again" role_is db3 reader
+check "remove the black hole" ctl remove bh
+check "status without bh" test "$(status_json | json_get "len(d['backends'])")" = 3
+
+# --- replication lag beyond max_replication_lag_s --------------------------------
+sql "$P1" "CREATE DATABASE IF NOT EXISTS ctltest; CREATE TABLE IF NOT EXISTS ctltest.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)"
+sql_root "$P3" "STOP SLAVE; CHANGE MASTER TO MASTER_DELAY = 30; START SLAVE"
+# An idle primary shows no lag: keep writing.
+(while :; do sql "$P1" "INSERT INTO ctltest.t (v) VALUES (1)" >/dev/null 2>&1; sleep 0.2; done) &
+WRITER_PID=$!
+ITEST_PIDS+=("$WRITER_PID")
+ms=$(wait_until 20 role_is db3 none)
+check "MASTER_DELAY 30 > max lag 2: db3 leaves the readers (${ms} ms)" role_is db3 none
+check "log: db3 reader -> none: lag" grep -qE "db3 reader -> none: lag [0-9]+s > 2s" "$T/mysteerd.log"
+check "db3 health stays up" state_is db3 up
+check_eq "ro route: db2 only" "db2" "$(ro_targets)"
+sql_root "$P3" "STOP SLAVE; CHANGE MASTER TO MASTER_DELAY = 0; START SLAVE"
+ms=$(wait_until 40 role_is db3 reader)
+check "delay removed: db3 reader again (${ms} ms)" role_is db3 reader
+kill "$WRITER_PID" 2>/dev/null
+wait "$WRITER_PID" 2>/dev/null
+
+# --- read_only policy: primary lost, no writer until promote ----------------------
+sb kill "$P1" >/dev/null 2>&1
+ms=$(wait_until "$DOWN_DEADLINE_S" state_is db1 down)
+check "kill $P1: db1 down (${ms} ms)" state_is db1 down
+sleep 1
+check_eq "read_only policy: no writer while replicas are read_only" None "$(ctl_writer)"
+check_eq "the read route still serves the readers" "db2,db3" "$(ro_targets)"
+sb promote "$P2" >/dev/null 2>&1
+ms=$(wait_until 10 topology_is db2 db3)
+check "promote $P2: writer db2, reader db3 (${ms} ms)" topology_is db2 db3
+check "log: writer none -> db2" log_has "writer none -> db2"
+
+# --- sticky writer: the old primary comes back writable ----------------------------
+sb start "$P1" >/dev/null 2>&1
+wait_until 15 state_is db1 up >/dev/null
+sql_root "$P1" "SET GLOBAL read_only = 0"
+sleep 1.5
+check_eq "old primary back and writable: writer stays db2" db2 "$(ctl_writer)"
+check "old primary gets a warning, not the writes" log_has "db1 is writable but is not the writer"
+
+# --- priority policy: writer follows priority at once -------------------------------
+fresh_sandbox
+ITEST_PROBE_EXTRA="max_replication_lag_s = 2
+writer_policy = priority" itest_write_config "$T/prio.conf"
+restart_daemon "$T/prio.conf"
+wait_until 15 topology_is db1 "db2 db3" >/dev/null
+check "priority policy: db1 writer at start" topology_is db1 "db2 db3"
+t0=$(date +%s%3N)
+sb kill "$P1" >/dev/null 2>&1
+ms=$(wait_until "$DOWN_DEADLINE_S" writer_is db2)
+check "priority policy: kill $P1 -> writer db2 at once (${ms} ms), read_only or not" \
+	test "$(ctl_writer)" = db2
+measured "priority policy failover (kill primary -> new writer): $(($(date +%s%3N) - t0)) ms"
+
+# --- admin changes survive a restart ----------------------------------------------
+fresh_sandbox
+restart_daemon "$T/mysteer.conf"
+wait_until 15 topology_is db1 "db2 db3" >/dev/null
+check "drain db3" ctl drain db3
+check "disable db2" ctl disable db2
+check "add db4" ctl add db4 "127.0.0.1:$P3" priority=400 weight=2
+wait_until 10 state_is db4 up >/dev/null
+check_eq "db3 drained" drained "$(bfield db3 state)"
+check_eq "db2 disabled, no role" "disabled none" "$(bfield db2 state) $(bfield db2 role)"
+check_eq "db4 reader" reader "$(bfield db4 role)"
+check_eq "ro route: only db4 (db3 drained, db2 disabled)" db4 "$(ro_targets)"
+restart_daemon "$T/mysteer.conf"
+wait_until 15 state_is db4 up >/dev/null
+check_eq "after restart: db3 drained" drained "$(bfield db3 state)"
+check_eq "after restart: db2 disabled" disabled "$(bfield db2 state)"
+check_eq "after restart: db4 kept with its weight" "2" "$(bfield db4 weight)"
+check "enable db2" ctl enable db2
+check "remove db4" ctl remove db4
+wait_until 10 role_is db2 reader >/dev/null
+check_eq "db2 reader again" reader "$(bfield db2 role)"
+check_eq "db4 gone" 3 "$(status_json | json_get "len(d['backends'])")"
+check "reset drops the drain" ctl reset
+wait_until 5 state_is db3 up >/dev/null
+check_eq "db3 up after reset" up "$(bfield db3 state)"
+
+itest_daemon_stop TERM
+check "socket removed at exit" test ! -e "$T/admin.sock"
+itest_done
