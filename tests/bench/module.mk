@@ -17,3 +17,7 @@ $(BUILD)/classify-bench: $(BUILD)/obj/tests/bench/classify_bench.o \
 $(BUILD)/regex-classify: $(BUILD)/obj/tests/bench/regex_classify.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The report's medians, per-round ratios and PASS/MISS rules, on a fixed CSV
+# (the bench figures themselves are never asserted).
+INTEG_TESTS += tests/bench/report_test.sh

@@ -191,7 +191,10 @@ END {
 	for (w = 1; w <= nwl; w++) {
 		wl = wl_order[w]
 		anyw = 0
-		for (i = 1; i <= nplot; i++) if (have[plot_paths[i], wl, "qps"] || have[plot_paths[i], wl, "conns_per_s"]) anyw = 1
+		for (i = 1; i <= nplot; i++)
+			if (have[plot_paths[i], wl, "qps"] || have[plot_paths[i], wl, "conns_per_s"] ||
+			    have[plot_paths[i], wl, "lat_p99_ms"])
+				anyw = 1
 		if (!anyw) continue
 		print ""
 		print "### " wl_title[wl]
@@ -225,7 +228,9 @@ END {
 		print "| mix | implementation | statements/s | MB/s |"
 		print "|---|---|---|---|"
 		for (i = 1; i <= ncm; i++) for (j = 1; j <= nci; j++) {
-			if (!((cls_mixes[i], cls_impls[j], "stmts_per_s") in cls)) continue
+			if (!((cls_mixes[i], cls_impls[j], "stmts_per_s") in cls) &&
+			    !((cls_mixes[i], cls_impls[j], "mb_per_s") in cls))
+				continue
 			printf "| %s | %s | %s | %s |\n", cls_mixes[i], cls_impls[j], \
 				fmt(cls[cls_mixes[i], cls_impls[j], "stmts_per_s"]), fmt(cls[cls_mixes[i], cls_impls[j], "mb_per_s"])
 		}
@@ -254,7 +259,7 @@ END {
 			idle["rss_mb"], idle["idle_conns"], \
 			(idle["idle_conns"] + 0 >= 10000 && idle["rss_mb"] + 0 <= 400) ? "PASS" : (idle["rss_mb"] + 0 > 400 ? "MISS" : "not measured (fewer clients)")
 	else
-		printf "| #6 | 6450 proxy, 10,000 idle clients: daemon RSS ≤ 400 MB | – | %s |\n", ("proxy" in measured) ? "not measured" : "not built"
+		printf "| #6 | 6450 proxy, 10,000 idle clients: daemon RSS ≤ 400 MB | – | %s |\n", ("proxy" in measured) ? "not measured" : path_state("proxy")
 
 	# Data for plot.gp: rows are groups on the x axis, columns triples per path.
 	rows[1] = "point-select 8 thr"; met[1] = "ps8:qps"; sc[1] = 1

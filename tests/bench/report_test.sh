@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# report_test.sh - checks the arithmetic and verdicts of tests/bench/report.awk
+# and that plot.gp draws from its output, on a fixed CSV: `make bench` is only
+# run in quick mode by CI and its figures are never asserted, so a wrong median,
+# a ratio taken across rounds or a PASS for a path that was not built would
+# otherwise go unnoticed. No servers, no namespaces: pure text in, text out.
+set -u
+cd "$(dirname "$0")/../.."
+tmp=$(mktemp -d /tmp/bench-report-test.XXXXXX) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+
+check() { # description, then a command that must succeed
+	local what=$1
+	shift
+	if "$@"; then echo "ok - $what"; else echo "not ok - $what"; fails=$((fails + 1)); fi
+}
+row() { grep -F -- "$1" "$tmp/report.md"; }
+has() { row "$1" | grep -qF -- "$2"; }
+
+cat >"$tmp/raw.csv" <<'EOF'
+round,path,workload,threads,metric,value
+# mode=full
+# elapsed_s=480
+# nproc=2
+0,relay,all,0,status,not_built
+# not_built_relay=connect | refused
+0,proxy,all,0,status,failed
+1,direct,ps8,8,qps,1000
+2,direct,ps8,8,qps,2000
+3,direct,ps8,8,qps,1000
+1,steer,ps8,8,qps,990
+2,steer,ps8,8,qps,1000
+3,steer,ps8,8,qps,980
+1,lookup,ps8,8,qps,900
+2,lookup,ps8,8,qps,1900
+3,lookup,ps8,8,qps,900
+1,haproxy,ps8,8,qps,500
+2,haproxy,ps8,8,qps,1000
+3,haproxy,ps8,8,qps,490
+1,direct,conn4,4,conns_per_s,100
+2,direct,conn4,4,conns_per_s,100
+1,steer,conn4,4,conns_per_s,96
+2,steer,conn4,4,conns_per_s,94
+1,direct,ps1,1,lat_p99_ms,0.100
+1,steer,ps1,1,lat_p99_ms,0.130
+0,classifier:mysteer,oltp,1,stmts_per_s,3100000
+0,classifier:pcre2,oltp,1,stmts_per_s,1000000
+0,classifier:ratio,oltp,1,stmts_per_s,3.1
+0,classifier:mysteer,long,1,mb_per_s,140
+0,classifier:pcre2,long,1,mb_per_s,100
+EOF
+
+gawk -v csvname=raw.csv -v datdir="$tmp" -f tests/bench/report.awk "$tmp/raw.csv" >"$tmp/report.md"
+check "report.awk exits 0" test $? -eq 0
+
+# Per-round ratios: steer 0.99, 0.50, 0.98 -> median 0.98 (a ratio of medians
+# would say 1000/1000 = 1.00, hiding the bad round).
+check "steer ratio is the median of per-round ratios" has "| steer | 990 |" "0.98× (0.50–0.99)"
+check "steer ps8 target PASS at 0.98" has "connect steering, oltp_point_select" "| PASS |"
+check "lookup ps8 target MISS at 0.90" has "sk_lookup handoff, oltp_point_select" "| MISS |"
+check "relay target says not built" has "relay, oltp_point_select" "| not built |"
+check "failed proxy path says failed, not PASS" has "6450 proxy, oltp_point_select" "| failed |"
+check "proxy idle RSS row is not a verdict" has "idle clients" "| failed |"
+check "conns/s target: median of 0.96, 0.94 is 0.95 -> PASS" has "new connections/s" "0.95× direct"
+check "classifier OLTP 3.1x -> PASS" has "statements/s, OLTP mix" "| PASS |"
+check "classifier long 1.4x -> MISS" has "MB/s, long mix" "| MISS |"
+check "classify-bench's ratio line is not a table row" bash -c "! grep -q '| oltp | ratio |' '$tmp/report.md'"
+check "full run of 480 s meets the 600 s target" has "full run ≤ 600 s" "| PASS |"
+check "a '|' in a reason does not break the table" has "| relay |" "connect / refused"
+check "p99 over direct in µs" has "| steer | – | – | 0.13 |" "+30 µs"
+
+gnuplot -e "datdir='$tmp'; qps_png='$tmp/q.png'; lat_png='$tmp/l.png'" tests/bench/plot.gp 2>"$tmp/gp.err"
+check "plot.gp draws both pictures" test -s "$tmp/q.png" -a -s "$tmp/l.png"
+# A path without data for one group (as haproxy's latency here) only skips
+# its bars; anything else gnuplot says is a broken script.
+grep -v 'Skipping data file with no valid points' "$tmp/gp.err" >"$tmp/gp.other"
+check "plot.gp prints no errors" test ! -s "$tmp/gp.other"
+
+[ $fails -eq 0 ] || { cat "$tmp/report.md"; cat "$tmp/gp.err"; }
+exit $((fails > 0))
