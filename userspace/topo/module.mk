@@ -13,3 +13,4 @@ $(BUILD)/tests/test_evloop: $(BUILD)/obj/tests/unit/test_evloop.o $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) $^ $(CHECK_LIBS) $(LDLIBS) -o $@
 
 INTEG_TESTS += tests/integration/controller.sh
+INTEG_TESTS += tests/integration/controller_figures.sh

@@ -27,6 +27,23 @@ static bool better(const struct rules_backend *a, const struct rules_backend *b)
 	return a->priority < b->priority;
 }
 
+/*
+ * A server not probed yet (health unknown, for at most `rise` probes) that
+ * would beat the chosen one: wait for it rather than pick a worse writer that
+ * stickiness would then keep, e.g. at start when replies arrive in any order.
+ */
+static bool better_pending(const struct rules_input *in, int w)
+{
+	for (size_t i = 0; i < in->n; i++) {
+		const struct rules_backend *b = &in->b[i];
+		if ((int)i == w || b->health != HEALTH_UNKNOWN || b->admin == ADMIN_DISABLED)
+			continue;
+		if (better(b, &in->b[w]) || (b->priority == in->b[w].priority && (int)i < w))
+			return true;
+	}
+	return false;
+}
+
 static int choose_writer(const struct rules_input *in)
 {
 	const struct rules_backend *b = in->b;
@@ -40,7 +57,7 @@ static int choose_writer(const struct rules_input *in)
 		if (w < 0 || better(&b[i], &b[w]))
 			w = (int)i;
 	}
-	return w;
+	return w >= 0 && better_pending(in, w) ? -1 : w;
 }
 
 static enum be_role reader_role(const struct rules_input *in, size_t i, char *why, size_t len)
