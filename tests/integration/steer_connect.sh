@@ -10,17 +10,21 @@ PEER=$ITEST_BUILD/tests/peer_check
 
 # Runs a command inside the test's steered cgroup.
 incg() { bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$ITEST_CGROUP" "$@"; }
+writer_is() { [ "$(ctl_writer)" = "$1" ]; }
+readers_are() { [ "$(ctl_readers)" = "$1" ]; }
 port_of() { incg "$PEER" count "$1" "$2" 1 | awk '$1 == "port" {print $2}'; }
 attached() { bpftool cgroup show "$ITEST_CGROUP" 2>/dev/null | grep -cE 'connect|getpeername|sock_ops'; }
 
 itest_sandbox_up
 # db3 counts three times db2 in the reader split.
-ITEST_STEER_EXTRA="vip = 127.0.0.1, ::1
+# A long probe interval, so that a dead reader is found by the sockops
+# failure report (and the immediate re-probe), not by the next probe.
+ITEST_INTERVAL_MS=1000 ITEST_STEER_EXTRA="vip = 127.0.0.1, ::1
 lookup = off" itest_write_config "$T/mysteer.conf"
 sed -i "/^port = $P3/a weight = 3" "$T/mysteer.conf"
 itest_daemon_start "$T/mysteer.conf" || exit 1
-wait_until 10 test "$(ctl_writer)" = db1 >/dev/null
-wait_until 10 test "$(ctl_readers)" = "db2 db3" >/dev/null
+wait_until 10 writer_is db1 >/dev/null
+wait_until 10 readers_are "db2 db3" >/dev/null
 
 check "programs attached to the test cgroup" [ "$(attached)" -ge 5 ]
 check_eq "6446 lands on the writer" "$P1" "$(port_of 127.0.0.1 6446)"
@@ -42,5 +46,76 @@ check "6447: db2 gets 250 +- 10% of 1000 (got ${n2:-0})" [ "${n2:-0}" -ge 225 -a
 check "6447: db3 gets 750 +- 10% of 1000 (got ${n3:-0})" [ "${n3:-0}" -ge 675 -a "${n3:-0}" -le 825 ]
 check "6447: no error, none on the writer" [ "$(echo "$dist" | grep -c "port $P1 ")" = 0 -a \
 	"$(echo "$dist" | awk '$1 == "errors" {print $2}')" = 0 ]
+
+
+# --- a reader dies: the first failed connect is reported by sockops and the
+# backend re-probed at once; measure until no new connection goes to it.
+sb kill "$P3" >/dev/null
+t0=$(date +%s%3N)
+tfail=
+for i in $(seq 1 400); do
+	out=$(incg "$PEER" count 127.0.0.1 6447 1)
+	if echo "$out" | grep -q '^error'; then tfail=$(date +%s%3N); break; fi
+done
+check "a steered connect to the dead reader failed (sockops sees it)" [ -n "$tfail" ]
+tfail=${tfail:-$(date +%s%3N)}
+gone() { out=$(incg "$PEER" count 127.0.0.1 6447 20) && ! echo "$out" | grep -q "^port $P3 "; }
+ms=$(wait_until 5 gone)
+measured "dead reader out of 6447 ${ms} ms after the first failed connect ($((tfail - t0)) ms after the kill)"
+check "no new 6447 connection goes to the dead reader within 3 probe intervals" [ "$ms" -le 3000 ]
+check "the failure report made the daemon re-probe" grep -q 'steered connect to backend .* failed; probing it now' "$T/mysteerd.log"
+fails=$(status_json | json_get "[b['connect_failures'] for b in d['backends'] if b['name']=='db3'][0]")
+check "status counts the connect failure of db3 (${fails})" [ "${fails:-0}" -ge 1 ]
+active=$(status_json | json_get "sum(b['active'] for b in d['backends'])")
+check_eq "no steered connection is active now" 0 "$active"
+
+# --- an idle 6446 connection held across a promote is closed; its reconnect
+# lands on the new writer.
+rm -f "$T/go"
+incg "$PEER" hold 127.0.0.1 6446 "$T/go" >"$T/hold.out" 2>&1 &
+hold=$!
+ITEST_PIDS+=($hold)
+wait_until 10 grep -q '^before' "$T/hold.out" >/dev/null
+sb promote "$P2" >/dev/null
+ms=$(wait_until 10 writer_is db2)
+measured "writer db1 -> db2 seen by the daemon in ${ms} ms"
+check_eq "6446 lands on the promoted replica" "$P2" "$(port_of 127.0.0.1 6446)"
+touch "$T/go"
+wait "$hold" 2>/dev/null
+check_eq "the held connection started on the old writer" "before $P1" "$(grep '^before' "$T/hold.out")"
+check "the held connection was closed by close_on_demote" grep -q '^after-error' "$T/hold.out"
+check_eq "its reconnect lands on the new writer" "reconnect $P2" "$(grep '^reconnect' "$T/hold.out")"
+line=$(grep 'close_on_demote: closed [1-9]' "$T/mysteerd.log" | tail -n 1)
+check "the daemon logged the close of the held connection" [ -n "$line" ]
+measured "${line#* info: }"
+
+# --- SIGKILL and restart of the daemon in a stream of new connections.
+incg "$PEER" count 127.0.0.1 6446 400 5 >"$T/stream.out" 2>&1 &
+stream=$!
+ITEST_PIDS+=($stream)
+sleep 0.5
+itest_daemon_stop KILL
+check "after SIGKILL the programs stay attached" [ "$(attached)" -ge 5 ]
+itest_daemon_start "$T/mysteer.conf" || exit 1
+wait "$stream"
+measured "stream across SIGKILL + restart: $(echo $(cat "$T/stream.out"))"
+check_eq "no connection of the stream was lost" "errors 0" "$(grep '^errors' "$T/stream.out")"
+check "every connection of the stream reached the writer" [ "$(grep -c '^port' "$T/stream.out")" = 1 ] 
+check "the restarted daemon adopted the pinned links" grep -q 'adopted pinned link_connect4' "$T/mysteerd.log"
+
+# --- the writer dies: 6446 answers with a MySQL error naming the reason.
+sb kill "$P2" >/dev/null
+wait_until 10 writer_is None >/dev/null
+out=$(incg "$PEER" count 127.0.0.1 6446 1)
+echo "# $out" | head -3
+check "no writer: the client gets a named MySQL error" \
+	grep -q 'error 1105 mysteer: route rw has no writer (.*db2 down' <<<"$out"
+"$MYSTEERCTL" maps --json >"$T/maps.json" 2>&1 || "$MYSTEERCTL" maps >"$T/maps.json" 2>&1
+measured "mysteerctl maps: $(head -c 300 "$T/maps.json")"
+
+# --- SIGTERM: nothing may be left attached or pinned.
+itest_daemon_stop TERM
+check_eq "after SIGTERM no program is attached to the cgroup" 0 "$(attached)"
+check_eq "after SIGTERM nothing is pinned" "" "$(ls /sys/fs/bpf/mysteer 2>/dev/null)"
 
 itest_done

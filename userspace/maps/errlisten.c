@@ -19,7 +19,9 @@
 #include "common/log.h"
 #include "maps/maps.h"
 
-#define ERRL_CODE 2003 /* CR_CONN_HOST_ERROR: the client knows it as "can't connect" */
+/* ER_UNKNOWN_ERROR: libmariadb refuses client-range codes (2003) from a server
+ * as a malformed packet, so a server code it is; the message names the reason. */
+#define ERRL_CODE 1105
 
 struct errl_route {
 	struct errlisten *owner;

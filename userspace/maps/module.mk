@@ -19,3 +19,5 @@ BINS += $(BUILD)/tests/peer_check
 $(BUILD)/tests/peer_check: $(BUILD)/obj/tests/integration/peer_check.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+INTEG_TESTS += tests/integration/steer_connect.sh
