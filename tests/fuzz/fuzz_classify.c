@@ -2,13 +2,15 @@
  * fuzz_classify.c - libFuzzer target for the classifier: any bytes give a
  * valid token, reason and flags, without reading outside the buffer (ASan),
  * and the result is a pure function of the input (classified twice, with and
- * without a routine table, the invariants of the contract hold).
+ * without a routine table, the invariants of the contract hold), and the
+ * fast path decides exactly as the full parser.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "classify/classify.h"
+#include "classify/classify_int.h"
 
 static struct cls_routines *table(void)
 {
@@ -55,6 +57,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check(data, size, &a);
 	cls_classify(NULL, (const char *)data, size, &b);
 	if (memcmp(&a, &b, sizeof(a)) != 0)
+		abort();
+	cls_classify_full(NULL, (const char *)data, size, &b);
+	if (a.token != b.token || a.flags != b.flags || a.reason != b.reason ||
+	    a.db_off != b.db_off || a.db_len != b.db_len)
 		abort();
 	cls_classify(&opt, (const char *)data, size, &c);
 	check(data, size, &c);

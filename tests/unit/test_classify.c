@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "classify/classify.h"
+#include "classify/classify_int.h"
 
 #define R   CLS_READ
 #define W   CLS_WRITE
@@ -799,6 +800,37 @@ START_TEST(table_row_wrapped)
 }
 END_TEST
 
+/* The fast path (plain SELECT/DML) must decide exactly as the full parser:
+ * every row, and every row with a prefix that keeps it on the fast path. */
+static void same_as_full(const char *sql, size_t n)
+{
+	struct cls_result a, b;
+
+	cls_classify(NULL, sql, n, &a);
+	cls_classify_full(NULL, sql, n, &b);
+	ck_assert_msg(a.token == b.token && a.flags == b.flags && a.reason == b.reason,
+	              "%.*s: fast %s/%s/%#x, full %s/%s/%#x", (int)n, sql, cls_token_name(a.token),
+	              cls_reason_name(a.reason), a.flags, cls_token_name(b.token),
+	              cls_reason_name(b.reason), b.flags);
+}
+
+START_TEST(fast_path_row)
+{
+	const char *sql = rows[_i].sql;
+	char buf[600];
+
+	same_as_full(sql, strlen(sql));
+	for (size_t cut = 0; cut < strlen(sql); cut += 3) /* every prefix: unterminated too */
+		same_as_full(sql, cut);
+	snprintf(buf, sizeof(buf), "SELECT a FROM t WHERE x = (%s)", sql);
+	same_as_full(buf, strlen(buf));
+	snprintf(buf, sizeof(buf), "INSERT INTO t VALUES (%s)", sql);
+	same_as_full(buf, strlen(buf));
+	snprintf(buf, sizeof(buf), "UPDATE t SET a = 1 WHERE b IN (%s)", sql);
+	same_as_full(buf, strlen(buf));
+}
+END_TEST
+
 /* Reasons for a few rows, so that --explain means something. */
 START_TEST(reasons)
 {
@@ -1277,6 +1309,7 @@ int main(void)
 
 	tcase_add_loop_test(tc, table_row, 0, (int)NROWS);
 	tcase_add_loop_test(tc, table_row_wrapped, 0, (int)NROWS);
+	tcase_add_loop_test(tc, fast_path_row, 0, (int)NROWS);
 	tcase_add_test(tc, reasons);
 	tcase_add_test(tc, use_span);
 	tcase_add_loop_test(tc, routine_row, 0,

@@ -1321,8 +1321,312 @@ static void finish_stmt(struct ps *s, enum cls_token *tok, enum cls_reason *reas
 		*reason = CLS_R_EXPLAIN;
 }
 
+/* ---- fast path ------------------------------------------------------- */
+
+/*
+ * Most statements of an OLTP application are plain SELECT/INSERT/UPDATE/
+ * DELETE with nothing in them that the grammar above would act on. The fast
+ * path checks that in one byte loop without building tokens, looking words
+ * up only where it must (the first word, and a word before "("), and screens
+ * the other words by length and first letter only. It gives up (returns
+ * false) at anything it does not handle itself (comments, variables, ";",
+ * qualified or quoted calls, a word that might be FOR/INTO/LOCK/...), and the
+ * full parser decides. When it does decide, the result is the one the full
+ * parser gives: the unit tests and the fuzzer compare both.
+ */
+enum fc { F_OTHER = 0, F_SPACE, F_WORD, F_QUOTE, F_LP, F_DOT, F_DASH, F_SLASH, F_BAIL };
+
+static const uint8_t fclass[256] = {
+    [0] = F_BAIL,
+    ['\t'] = F_SPACE,
+    ['\n'] = F_SPACE,
+    ['\v'] = F_SPACE,
+    ['\f'] = F_SPACE,
+    ['\r'] = F_SPACE,
+    [' '] = F_SPACE,
+    ['0' ... '9'] = F_WORD,
+    ['A' ... 'Z'] = F_WORD,
+    ['a' ... 'z'] = F_WORD,
+    ['_'] = F_WORD,
+    ['$'] = F_WORD,
+    [0x80 ... 0xff] = F_WORD,
+    ['\''] = F_QUOTE,
+    ['"'] = F_QUOTE,
+    ['`'] = F_QUOTE,
+    ['('] = F_LP,
+    ['.'] = F_DOT,
+    ['-'] = F_DASH,
+    ['/'] = F_SLASH,
+    ['@'] = F_BAIL,
+    [';'] = F_BAIL,
+    ['#'] = F_BAIL,
+};
+
+/* Could this word be one that acts inside a SELECT without a "(": FOR INTO
+ * LOCK SHARE UPDATE DELETE INSERT REPLACE? By length and first letter. */
+static inline bool fast_sensitive(const uint8_t *w, size_t n)
+{
+	static const uint32_t first[8] = {
+	    [3] = 1u << ('f' - 'a'),
+	    [4] = 1u << ('i' - 'a') | 1u << ('l' - 'a'),
+	    [5] = 1u << ('s' - 'a'),
+	    [6] = 1u << ('u' - 'a') | 1u << ('d' - 'a') | 1u << ('i' - 'a'),
+	    [7] = 1u << ('r' - 'a'),
+	};
+	unsigned c = (unsigned)(w[0] | 0x20) - 'a';
+
+	return n < 8 && c < 26 && (first[n] >> c) & 1;
+}
+
+enum { L_OTHER = 0, L_WORD, L_QUOTED };
+
+/* A word before "(" in the fast path: a builtin free of side effects, a
+ * keyword that is no call, or a name in table context (INTO t (a)). */
+static bool fast_call_ok(const uint8_t *w1, size_t l1, const uint8_t *w0, size_t l0,
+                         const uint8_t *end)
+{
+	const struct word *w = words_find(w1, l1, (size_t)(end - w1)), *t;
+
+	if (w && w->fn)
+		return w->fn == FN_P;
+	if (w && (w->kwf & KWF_N))
+		return true;
+	t = w0 ? words_find(w0, l0, (size_t)(end - w0)) : NULL;
+	return t && (t->kwf & KWF_T);
+}
+
+static bool fast_body_scalar(const uint8_t *w1, size_t l1, const uint8_t *p, const uint8_t *end,
+                             bool query);
+static bool fast_body_dml(const uint8_t *start, const uint8_t *p, const uint8_t *end);
+
+static bool fast_path(const uint8_t *p, const uint8_t *end, struct cls_result *out)
+{
+	const uint8_t *w1;
+	size_t l1;
+	const struct word *first;
+	bool query;
+
+	while (p < end && fclass[*p] == F_SPACE)
+		p++;
+	if (p >= end || cclass[*p] != C_WORD)
+		return false;
+	w1 = p;
+	while (p < end && wordc[*p])
+		p++;
+	l1 = (size_t)(p - w1);
+	first = words_find(w1, l1, (size_t)(end - w1));
+	if (!first)
+		return false;
+	switch (first->kw) {
+	case KW_BEGIN:
+	case KW_COMMIT:
+	case KW_ROLLBACK: /* alone: the transaction statements of every OLTP mix */
+		while (p < end && fclass[*p] == F_SPACE)
+			p++;
+		if (p != end)
+			return false;
+		memset(out, 0, sizeof(*out));
+		out->token = first->kw == KW_BEGIN ? CLS_BEGIN : CLS_END;
+		out->reason = CLS_R_TRANSACTION;
+		return true;
+	case KW_SELECT:
+		query = true;
+		break;
+	case KW_INSERT:
+	case KW_UPDATE:
+	case KW_DELETE:
+	case KW_REPLACE:
+		query = false;
+		break;
+	default:
+		return false;
+	}
+	if (query ? !fast_body_scalar(w1, l1, p, end, true) : !fast_body_dml(w1, p, end))
+		return false;
+	memset(out, 0, sizeof(*out));
+	out->token = query ? CLS_READ : CLS_WRITE;
+	out->reason = query ? CLS_R_SELECT : CLS_R_DML;
+	return true;
+}
+
+/* Next byte a DML body must look at: quotes, "(", "-", "/" and the bytes
+ * that make the fast path give up (@ ; # NUL). 16 bytes a step with SSE2. */
+static inline const uint8_t *next_event(const uint8_t *p, const uint8_t *end)
+{
+#if defined(__SSE2__)
+	while (end - p >= 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)p);
+		__m128i t = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\'')),
+		                         _mm_cmpeq_epi8(v, _mm_set1_epi8('"')));
+		unsigned m;
+
+		t = _mm_or_si128(t, _mm_cmpeq_epi8(v, _mm_set1_epi8('`')));
+		t = _mm_or_si128(t, _mm_cmpeq_epi8(v, _mm_set1_epi8('(')));
+		t = _mm_or_si128(t, _mm_cmpeq_epi8(v, _mm_set1_epi8('-')));
+		t = _mm_or_si128(t, _mm_cmpeq_epi8(v, _mm_set1_epi8('/')));
+		t = _mm_or_si128(t, _mm_cmpeq_epi8(v, _mm_set1_epi8('@')));
+		t = _mm_or_si128(t, _mm_cmpeq_epi8(v, _mm_set1_epi8(';')));
+		t = _mm_or_si128(t, _mm_cmpeq_epi8(v, _mm_set1_epi8('#')));
+		t = _mm_or_si128(t, _mm_cmpeq_epi8(v, _mm_setzero_si128()));
+		m = (unsigned)_mm_movemask_epi8(t);
+		if (m)
+			return p + __builtin_ctz(m);
+		p += 16;
+	}
+#endif
+	while (p < end && fclass[*p] != F_QUOTE && fclass[*p] != F_LP && fclass[*p] != F_DASH &&
+	       fclass[*p] != F_SLASH && fclass[*p] != F_BAIL)
+		p++;
+	return p;
+}
+
+/* "(" at lp in a DML body: looks back at the word before it (and the one
+ * before that) with the rules of the scalar fast path. Each word is looked
+ * back at by at most the two "(" after it: linear. */
+static bool dml_paren_ok(const uint8_t *start, const uint8_t *lp, const uint8_t *end)
+{
+	const uint8_t *j = lp, *s1, *k, *s0;
+
+	while (j > start && fclass[j[-1]] == F_SPACE)
+		j--;
+	if (j == start || fclass[j[-1]] == F_QUOTE)
+		return j == start;
+	if (!wordc[j[-1]])
+		return true;
+	for (s1 = j - 1; s1 > start && wordc[s1[-1]];)
+		s1--;
+	if (cclass[*s1] == C_DIGIT)
+		return true;
+	for (k = s1; k > start && fclass[k[-1]] == F_SPACE;)
+		k--;
+	if (k > start && k[-1] == '.')
+		return false; /* db.fn( */
+	if (k == start || !wordc[k[-1]])
+		return fast_call_ok(s1, (size_t)(j - s1), NULL, 0, end);
+	for (s0 = k - 1; s0 > start && wordc[s0[-1]];)
+		s0--;
+	return fast_call_ok(s1, (size_t)(j - s1), s0, (size_t)(k - s0), end);
+}
+
+/* INSERT/UPDATE/DELETE/REPLACE: the token is write already, only flags are
+ * at stake, and those need no words except the one before "(". */
+static bool fast_body_dml(const uint8_t *start, const uint8_t *p, const uint8_t *end)
+{
+	for (;;) {
+		p = next_event(p, end);
+		if (p >= end)
+			return true;
+		switch (fclass[*p]) {
+		case F_QUOTE: {
+			struct lx lx = {.end = end};
+
+			p = skip_quoted(&lx, p + 1, *p);
+			if (lx.flags)
+				return false;
+			continue;
+		}
+		case F_LP:
+			if (!dml_paren_ok(start, p, end))
+				return false;
+			break;
+		case F_DASH:
+			if (p + 1 < end && p[1] == '-')
+				return false;
+			break;
+		case F_SLASH:
+			if (p + 1 < end && p[1] == '*')
+				return false;
+			break;
+		default:
+			return false;
+		}
+		p++;
+	}
+}
+
+/* The fast path's body scan, one byte at a time (statements too long for
+ * the masks, or no SSE2). p is after the first word. */
+static bool fast_body_scalar(const uint8_t *w1, size_t l1, const uint8_t *p, const uint8_t *end,
+                             bool query)
+{
+	const uint8_t *w0 = NULL;
+	size_t l0 = 0;
+	bool dotted = false;
+	int last = L_WORD;
+
+	while (p < end) {
+		switch (fclass[*p]) {
+		case F_SPACE:
+			p++;
+			continue;
+		case F_WORD: {
+			const uint8_t *s = p;
+
+			while (p < end && wordc[*p])
+				p++;
+			if (query && fast_sensitive(s, (size_t)(p - s)))
+				return false;
+			if (dotted)
+				return false; /* x.y: a qualified name, maybe db.fn( */
+			w0 = last == L_WORD ? w1 : NULL;
+			l0 = l1;
+			w1 = s;
+			l1 = (size_t)(p - s);
+			last = L_WORD;
+			continue;
+		}
+		case F_QUOTE: {
+			struct lx lx = {.end = end};
+
+			p = skip_quoted(&lx, p + 1, *p);
+			if (lx.flags)
+				return false;
+			last = L_QUOTED;
+			dotted = false;
+			continue;
+		}
+		case F_LP:
+			if (last == L_QUOTED)
+				return false; /* `fn`( */
+			if (last == L_WORD && cclass[*w1] != C_DIGIT &&
+			    !fast_call_ok(w1, l1, w0, l0, end))
+				return false;
+			break;
+		case F_DOT:
+			if (last == L_WORD || last == L_QUOTED)
+				dotted = true;
+			last = L_OTHER;
+			p++;
+			continue;
+		case F_DASH:
+			if (p + 1 < end && p[1] == '-')
+				return false;
+			break;
+		case F_SLASH:
+			if (p + 1 < end && p[1] == '*')
+				return false;
+			break;
+		case F_BAIL:
+			return false;
+		}
+		last = L_OTHER;
+		dotted = false;
+		p++;
+	}
+	return true;
+}
+
 void cls_classify(const struct cls_options *opt, const char *sql, size_t len,
                   struct cls_result *out)
+{
+	words_init();
+	if (fast_path((const uint8_t *)sql, (const uint8_t *)sql + len, out))
+		return;
+	cls_classify_full(opt, sql, len, out);
+}
+
+void cls_classify_full(const struct cls_options *opt, const char *sql, size_t len,
+                       struct cls_result *out)
 {
 	struct ps s;
 	unsigned nstmt = 0;

@@ -1,0 +1,1 @@
+UPDATE sbtest1 SET c='1-2' WHERE id=5

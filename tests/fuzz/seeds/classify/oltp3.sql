@@ -1,0 +1,1 @@
+INSERT INTO sbtest1 (id, k, c, pad) VALUES (1, 2, 'a', 'b')
