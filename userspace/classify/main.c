@@ -8,9 +8,11 @@
  * way a session does, so that unqualified routine names resolve as they would
  * on the server.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "classify/classify.h"
 
@@ -41,53 +43,119 @@ static int set_db(struct cli *c, const char *s, size_t n)
 	return 0;
 }
 
-static void print_explain(const struct cls_result *r)
+/* Output buffer, flushed when full and before every read that may block, so
+ * that an interactive caller sees each answer. */
+struct out {
+	char buf[1 << 16];
+	size_t len;
+	bool err;
+};
+
+static void out_flush(struct out *o)
+{
+	if (o->len && fwrite(o->buf, 1, o->len, stdout) != o->len)
+		o->err = true;
+	if (fflush(stdout) != 0)
+		o->err = true;
+	o->len = 0;
+}
+
+static void out_str(struct out *o, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (o->len + n + 1 > sizeof(o->buf))
+		out_flush(o);
+	memcpy(o->buf + o->len, s, n);
+	o->len += n;
+}
+
+static void print_result(struct out *o, const struct cls_result *r, bool explain)
 {
 	bool first = true;
 
-	printf("%s\t%s\t", cls_token_name(r->token), cls_reason_name(r->reason));
-	for (unsigned b = 0; cls_flag_name(b); b++) {
-		if (!(r->flags & (1u << b)))
-			continue;
-		printf("%s%s", first ? "" : ",", cls_flag_name(b));
-		first = false;
+	out_str(o, cls_token_name(r->token));
+	if (explain) {
+		out_str(o, "\t");
+		out_str(o, cls_reason_name(r->reason));
+		out_str(o, "\t");
+		for (unsigned b = 0; cls_flag_name(b); b++) {
+			if (!(r->flags & (1u << b)))
+				continue;
+			if (!first)
+				out_str(o, ",");
+			out_str(o, cls_flag_name(b));
+			first = false;
+		}
+		if (first)
+			out_str(o, "-");
 	}
-	if (first)
-		fputs("-", stdout);
-	putchar('\n');
+	out_str(o, "\n");
 }
 
+static int classify_one(struct cli *c, struct out *o, const char *s, size_t n)
+{
+	struct cls_result r;
+
+	if (!c->nul && n > 0 && s[n - 1] == '\r')
+		n--;
+	cls_classify(&c->opt, s, n, &r);
+	print_result(o, &r, c->explain);
+	if ((r.flags & CLS_F_USE) && set_db(c, s + r.db_off, r.db_len) < 0)
+		return -1;
+	return 0;
+}
+
+/* Reads stdin in large blocks and classifies each complete statement in
+ * place: no per-line allocation or stdio locking. */
 static int run(struct cli *c)
 {
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	int delim = c->nul ? '\0' : '\n';
+	static struct out o;
+	size_t cap = 1 << 20, start = 0, len = 0;
+	char *buf = malloc(cap);
+	char delim = c->nul ? '\0' : '\n';
+	int rc = 0;
 
-	while ((n = getdelim(&line, &cap, delim, stdin)) >= 0) {
-		struct cls_result r;
-
-		if (n > 0 && line[n - 1] == delim)
-			n--;
-		if (!c->nul && n > 0 && line[n - 1] == '\r')
-			n--;
-		cls_classify(&c->opt, line, (size_t)n, &r);
-		if (c->explain)
-			print_explain(&r);
-		else
-			puts(cls_token_name(r.token));
-		if ((r.flags & CLS_F_USE) && set_db(c, line + r.db_off, r.db_len) < 0) {
-			perror("mysteer-classify");
-			free(line);
-			return 1;
-		}
-	}
-	free(line);
-	if (ferror(stdin) || fflush(stdout) != 0) {
-		perror("mysteer-classify");
+	if (!buf)
 		return 1;
+	for (;;) {
+		char *nl = memchr(buf + start, delim, len - start);
+		ssize_t got;
+
+		if (nl) {
+			if (classify_one(c, &o, buf + start, (size_t)(nl - (buf + start))) < 0)
+				break;
+			start = (size_t)(nl - buf) + 1;
+			continue;
+		}
+		memmove(buf, buf + start, len - start); /* keep the partial statement */
+		len -= start;
+		start = 0;
+		if (len == cap) {
+			char *b = realloc(buf, cap * 2);
+
+			if (!b)
+				break;
+			buf = b;
+			cap *= 2;
+		}
+		out_flush(&o);
+		got = read(0, buf + len, cap - len);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0) {
+			rc = got < 0 ? 1 : 0;
+			if (len && classify_one(c, &o, buf, len) < 0) /* last line without \n */
+				rc = 1;
+			break;
+		}
+		len += (size_t)got;
 	}
-	return 0;
+	free(buf);
+	out_flush(&o);
+	if (rc || o.err)
+		perror("mysteer-classify");
+	return rc || o.err ? 1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -126,8 +194,6 @@ int main(int argc, char **argv)
 		}
 		c.opt.routines = rt;
 	}
-	static char obuf[1 << 16];
-	setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
 	rc = run(&c);
 	cls_routines_free(rt);
 	free(c.db);
