@@ -171,6 +171,24 @@ check "reset drops the drain" ctl reset
 wait_until 5 state_is db3 up >/dev/null
 check_eq "db3 up after reset" up "$(bfield db3 state)"
 
+# --- reload: from the file, a bad file refused, SIGHUP ------------------------------
+cp "$T/mysteer.conf" "$T/mysteer.conf.orig"
+printf '[backend:db5]\nhost = 127.0.0.1\nport = %d\npriority = 500\n' "$P2" >>"$T/mysteer.conf"
+check "reload picks up a backend added to the file" ctl reload
+wait_until 10 state_is db5 up >/dev/null
+check_eq "db5 up after reload" up "$(bfield db5 state)"
+echo "bogus_key = 1" >>"$T/mysteer.conf"
+ctl reload >/dev/null 2>"$T/err"
+check_eq "a bad file is refused: exit 1" 1 "$?"
+check "the refusal names file, line and key" grep -qE "mysteer.conf:[0-9]+: .*bogus_key" "$T/err"
+check_eq "the running config stays (db5 still there)" up "$(bfield db5 state)"
+cp "$T/mysteer.conf.orig" "$T/mysteer.conf"
+kill -HUP "$ITEST_DAEMON_PID"
+names_are() { test "$(status_json | json_get "' '.join(b['name'] for b in d['backends'])")" = "$1"; }
+wait_until 10 names_are "db1 db2 db3" >/dev/null
+check "SIGHUP reloads: db5 gone again" names_are "db1 db2 db3"
+check "daemon still runs after SIGHUP" kill -0 "$ITEST_DAEMON_PID"
+
 itest_daemon_stop TERM
 check "socket removed at exit" test ! -e "$T/admin.sock"
 itest_done
