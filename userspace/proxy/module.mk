@@ -14,3 +14,14 @@ $(BUILD)/fuzz/fuzz_proto: tests/fuzz/fuzz_proto.c userspace/proxy/proto.c usersp
 	$(CLANG) -g -O1 -std=gnu11 -Iuserspace -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=undefined tests/fuzz/fuzz_proto.c userspace/proxy/proto.c \
 		-o $@ -lcrypto
+
+# The engine and the service go into mysteerd; they need the classifier.
+PROXY_OBJS := $(PROTO_OBJS) $(BUILD)/obj/userspace/proxy/engine.o \
+	      $(BUILD)/obj/userspace/proxy/service.o
+
+# proxy_run: the engine without mysteerd, for tests/integration/proxy.sh.
+BINS += $(BUILD)/tests/proxy_run
+$(BUILD)/tests/proxy_run: $(BUILD)/obj/tests/integration/proxy_run.o $(PROXY_OBJS) \
+			  $(CLASSIFY_OBJS) $(CONFIG_OBJS) $(COMMON_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)

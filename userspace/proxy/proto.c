@@ -592,12 +592,6 @@ bool resp_needs_whole(const struct resp_tracker *t, const uint8_t *p, size_t n, 
 	return n == 0 || p[0] == 0xfe || p[0] == 0xff;
 }
 
-static enum resp_state end_or_more(struct resp_tracker *t, uint16_t status)
-{
-	t->status = status;
-	return status & SST_MORE_RESULTS ? RS_FIRST : RS_DONE;
-}
-
 /* An EOF packet, or under DEPRECATE_EOF the OK with a 0xfe header. */
 static int parse_eof(struct resp_tracker *t, const uint8_t *p, size_t n, uint16_t *status)
 {
@@ -613,6 +607,12 @@ static int parse_eof(struct resp_tracker *t, const uint8_t *p, size_t n, uint16_
 	rd_int(&r, 2);
 	*status = (uint16_t)rd_int(&r, 2);
 	return r.err ? -1 : 0;
+}
+
+static enum resp_state end_or_more(struct resp_tracker *t, uint16_t status)
+{
+	t->status = status;
+	return status & SST_MORE_RESULTS ? RS_FIRST : RS_DONE;
 }
 
 static enum resp_state feed_first(struct resp_tracker *t, const uint8_t *p, size_t n,
@@ -650,6 +650,15 @@ static enum resp_state feed_first(struct resp_tracker *t, const uint8_t *p, size
 			t->left = t->prep_cols;
 			return RS_PREP_COLS;
 		}
+		return RS_DONE;
+	}
+	if (p[0] == 0xfe && n < 9 && small_pkt(frag_len)) {
+		uint16_t st;
+
+		/* A lone EOF: the whole answer to COM_SET_OPTION. */
+		if (parse_eof(t, p, n, &st) < 0)
+			return RS_ERROR;
+		t->status = st;
 		return RS_DONE;
 	}
 	if (p[0] == 0x00) {

@@ -1,0 +1,1613 @@
+/*
+ * engine.c - the 6450 proxy engine: worker threads with one epoll loop and one
+ * SO_REUSEPORT listener each, client sessions (handshake, native password
+ * auth, commands), backend connections the proxy logs in to itself, and the
+ * routing of every statement by the classifier's token.
+ *
+ * A session owns at most one writer and one reader connection and keeps them
+ * while it lives (no pooling or multiplexing yet), so the state of a backend
+ * connection is the session's own: session statements are recorded as raw
+ * command packets and replayed, in order, on a connection that has not seen
+ * them before it runs anything else. Responses are streamed: each backend
+ * fragment is passed to the client as it arrives, and the response tracker of
+ * proto.c says when the answer ends.
+ *
+ * Everything of a session lives on one worker thread; the only shared state is
+ * the read-only user table, the connection counter and the topology snapshots.
+ */
+#define _GNU_SOURCE
+#include "proxy/proxy.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/sysinfo.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "classify/classify.h"
+#include "common/log.h"
+#include "common/topology.h"
+#include "proxy/proto.h"
+
+#define SERVER_VERSION  "5.5.5-10.11.6-MariaDB-mysteer"
+#define CHARSET_UTF8MB4 45
+#define READ_CHUNK      65536
+#define OUT_HIGH_WATER  (4u << 20) /* stop reading a backend past this */
+#define MAX_RETRIES     2
+#define SWEEP_MS        250
+
+enum ev_type { EV_LISTEN = 1, EV_CLIENT, EV_BACKEND, EV_WAKE };
+
+struct buf {
+	uint8_t *d;
+	size_t off, len, cap; /* data is d[off, len) */
+};
+
+struct hist {
+	uint8_t *p; /* a command payload: command byte + arguments */
+	size_t n;
+};
+
+enum cstate { C_HANDSHAKE, C_SWITCH, C_IDLE, C_BUSY };
+enum bstate { B_CONNECTING, B_HANDSHAKE, B_AUTH, B_READY };
+
+struct worker;
+struct bconn;
+
+struct client {
+	enum ev_type type; /* first: epoll data points here */
+	struct worker *w;
+	int fd;
+	enum cstate st;
+	struct client *prev, *next;
+	uint64_t deadline_ms;
+	struct buf in, out;
+	uint8_t scramble[SCRAMBLE_LEN], stage1[SHA1_LEN];
+	char user[128], host[INET6_ADDRSTRLEN];
+	char db0[256]; /* the schema named at connect: backends log in with it */
+	char db[256];  /* the current schema, for the classifier */
+	uint32_t caps;
+	uint8_t charset;
+	/* session */
+	struct hist *hist;
+	size_t nhist, hist_cap;
+	bool in_trans, ro_trans, autocommit_off, pin_writer;
+	uint64_t ryw_until_ms;
+	struct bconn *wconn, *rconn, *last, *cur;
+	/* the command in flight, kept whole until its answer starts, for a retry */
+	struct buf cmd;
+	enum resp_kind cur_kind;
+	bool cur_read, cur_write, fwd_started;
+	int retries;
+	uint32_t exclude_id;
+	bool has_exclude;
+	enum { R_WRITER, R_READER, R_LAST, R_TRX } route; /* of the command in flight */
+	bool cur_hist;          /* the command in flight is the last history entry */
+	bool in_process;        /* client_process() is running: no nesting */
+	struct bconn *trx_conn; /* the reader of a READ ONLY transaction */
+	uint32_t events;        /* epoll interest now */
+	bool closing;
+	bool dead; /* freed at the end of the event batch */
+	struct client *next_dead;
+};
+
+struct bconn {
+	enum ev_type type;
+	struct worker *w;
+	int fd;
+	enum bstate st;
+	struct client *c;
+	uint32_t backend_id;
+	char name[TOPO_NAME_MAX];
+	bool writer;
+	struct buf in, out;
+	struct buf lout; /* login packets: go before out, which waits for B_READY */
+	size_t hist_applied;
+	int internal;  /* replayed commands whose answers are discarded */
+	bool awaiting; /* the client's command is sent, its answer not finished */
+	struct resp_tracker rt;
+	uint32_t frag_left; /* payload bytes of the current fragment to pass on */
+	bool frag_drop;
+	uint32_t caps;
+	uint32_t events;
+	bool dead;
+	struct bconn *next_dead;
+};
+
+struct user_entry {
+	char name[TOPO_NAME_MAX];
+	uint8_t stage2[SHA1_LEN];
+	bool has_hash;
+};
+
+struct proxy_engine {
+	struct worker *workers;
+	int nworkers;
+	struct user_entry *users;
+	size_t nusers;
+	int max_clients, handshake_timeout_ms;
+	uint32_t max_packet;
+	_Atomic int ryw_mode, ryw_ms;
+	_Atomic int nclients;
+	_Atomic uint32_t next_conn_id;
+};
+
+struct worker {
+	struct proxy_engine *e;
+	pthread_t th;
+	bool started;
+	int ep, lfd, wakefd;
+	enum ev_type ltype, wtype;
+	struct client *clients;
+	struct client *dead_clients;
+	struct bconn *dead_bconns;
+	volatile bool stop;
+	unsigned rnd;
+	uint64_t last_sweep;
+};
+
+/* ---- buffers ---- */
+
+static int buf_reserve(struct buf *b, size_t more)
+{
+	size_t need, cap;
+	uint8_t *d;
+
+	if (b->cap - b->len >= more)
+		return 0;
+	if (b->off > 0) {
+		memmove(b->d, b->d + b->off, b->len - b->off);
+		b->len -= b->off;
+		b->off = 0;
+		if (b->cap - b->len >= more)
+			return 0;
+	}
+	need = b->len + more;
+	cap = b->cap ? b->cap : 4096;
+	while (cap < need)
+		cap *= 2;
+	d = realloc(b->d, cap);
+	if (!d)
+		return -1;
+	b->d = d;
+	b->cap = cap;
+	return 0;
+}
+
+static size_t buf_used(const struct buf *b)
+{
+	return b->len - b->off;
+}
+
+static void buf_consume(struct buf *b, size_t n)
+{
+	b->off += n;
+	if (b->off == b->len)
+		b->off = b->len = 0;
+}
+
+/* Idle connections keep no large buffers (32 KB per idle client). */
+static void buf_trim(struct buf *b)
+{
+	if (buf_used(b) == 0 && b->cap > 16384) {
+		free(b->d);
+		memset(b, 0, sizeof(*b));
+	}
+}
+
+static void buf_free(struct buf *b)
+{
+	free(b->d);
+	memset(b, 0, sizeof(*b));
+}
+
+static int buf_append(struct buf *b, const void *p, size_t n)
+{
+	if (buf_reserve(b, n) < 0)
+		return -1;
+	memcpy(b->d + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+/* Appends payload as packets starting at seq, split at 16 MB; returns the
+ * next sequence id, or -1. */
+static int buf_put_packet(struct buf *b, uint8_t seq, const uint8_t *p, size_t n)
+{
+	for (;;) {
+		uint32_t f = n >= PKT_MAX_FRAG ? PKT_MAX_FRAG : (uint32_t)n;
+		if (buf_reserve(b, PKT_HDR + f) < 0)
+			return -1;
+		pkt_put_hdr(b->d + b->len, f, seq++);
+		memcpy(b->d + b->len + PKT_HDR, p, f);
+		b->len += PKT_HDR + f;
+		p += f;
+		n -= f;
+		if (f < PKT_MAX_FRAG)
+			return seq;
+	}
+}
+
+/* ---- small helpers ---- */
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int ep_add(struct worker *w, int fd, uint32_t events, void *ptr)
+{
+	struct epoll_event ev = {.events = events, .data.ptr = ptr};
+
+	return epoll_ctl(w->ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static void ep_mod(struct worker *w, int fd, uint32_t *cur, uint32_t events, void *ptr)
+{
+	struct epoll_event ev = {.events = events, .data.ptr = ptr};
+
+	if (*cur == events)
+		return;
+	*cur = events;
+	if (epoll_ctl(w->ep, EPOLL_CTL_MOD, fd, &ev) < 0)
+		log_debug("proxy: epoll_ctl mod: %s", strerror(errno));
+}
+
+static const struct user_entry *find_user(const struct proxy_engine *e, const char *name)
+{
+	for (size_t i = 0; i < e->nusers; i++)
+		if (!strcmp(e->users[i].name, name))
+			return &e->users[i];
+	return NULL;
+}
+
+/* ---- object lifetime ---- */
+
+/* Objects are unlinked and closed at once but freed after the event batch, so
+ * that a pointer held up the call stack can still be asked ->dead. */
+static void bconn_free(struct bconn *b)
+{
+	struct client *c = b->c;
+
+	if (b->dead)
+		return;
+	if (c) {
+		if (c->wconn == b)
+			c->wconn = NULL;
+		if (c->rconn == b)
+			c->rconn = NULL;
+		if (c->last == b)
+			c->last = NULL;
+		if (c->cur == b)
+			c->cur = NULL;
+		if (c->trx_conn == b)
+			c->trx_conn = NULL;
+	}
+	if (b->fd >= 0)
+		close(b->fd); /* also leaves the epoll set */
+	b->fd = -1;
+	b->dead = true;
+	b->next_dead = b->w->dead_bconns;
+	b->w->dead_bconns = b;
+}
+
+static void hist_clear(struct client *c)
+{
+	for (size_t i = 0; i < c->nhist; i++)
+		free(c->hist[i].p);
+	c->nhist = 0;
+}
+
+static void client_close(struct client *c)
+{
+	struct worker *w = c->w;
+
+	if (c->dead)
+		return;
+	if (c->wconn)
+		bconn_free(c->wconn);
+	if (c->rconn)
+		bconn_free(c->rconn);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		w->clients = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	close(c->fd);
+	c->fd = -1;
+	c->dead = true;
+	c->next_dead = w->dead_clients;
+	w->dead_clients = c;
+	atomic_fetch_sub(&w->e->nclients, 1);
+}
+
+static void reap(struct worker *w)
+{
+	while (w->dead_bconns) {
+		struct bconn *b = w->dead_bconns;
+		w->dead_bconns = b->next_dead;
+		buf_free(&b->in);
+		buf_free(&b->out);
+		buf_free(&b->lout);
+		free(b);
+	}
+	while (w->dead_clients) {
+		struct client *c = w->dead_clients;
+		w->dead_clients = c->next_dead;
+		hist_clear(c);
+		free(c->hist);
+		buf_free(&c->in);
+		buf_free(&c->out);
+		buf_free(&c->cmd);
+		free(c);
+	}
+}
+
+/* ---- output ---- */
+
+static void client_update(struct client *c)
+{
+	uint32_t ev = EPOLLIN | EPOLLRDHUP | (buf_used(&c->out) ? EPOLLOUT : 0);
+
+	ep_mod(c->w, c->fd, &c->events, ev, c);
+}
+
+/* Writes what is queued; -1 when the client is gone. */
+static int client_flush(struct client *c)
+{
+	while (buf_used(&c->out) > 0) {
+		ssize_t n = send(c->fd, c->out.d + c->out.off, buf_used(&c->out), MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (n <= 0)
+			return -1;
+		buf_consume(&c->out, (size_t)n);
+	}
+	buf_trim(&c->out);
+	client_update(c);
+	return 0;
+}
+
+static void client_send(struct client *c, uint8_t seq, const uint8_t *p, size_t n)
+{
+	if (buf_put_packet(&c->out, seq, p, n) < 0)
+		c->closing = true;
+}
+
+static void client_err(struct client *c, uint8_t seq, uint16_t code, const char *state,
+                       const char *msg)
+{
+	uint8_t pkt[700];
+	int n = err_build(pkt, sizeof(pkt), code, state, msg);
+
+	if (n > 0)
+		client_send(c, seq, pkt, (size_t)n);
+}
+
+static void client_ok(struct client *c, uint8_t seq)
+{
+	uint8_t pkt[32];
+	uint16_t st = (c->autocommit_off ? 0 : SST_AUTOCOMMIT) | (c->in_trans ? SST_IN_TRANS : 0);
+	int n = ok_build(pkt, sizeof(pkt), 0, 0, 0, st, 0);
+
+	if (n > 0)
+		client_send(c, seq, pkt, (size_t)n);
+}
+
+static bool bconn_paused(const struct bconn *b)
+{
+	return b->c && buf_used(&b->c->out) >= OUT_HIGH_WATER;
+}
+
+static void bconn_update(struct bconn *b)
+{
+	uint32_t ev;
+
+	if (b->dead)
+		return;
+	if (b->st == B_CONNECTING)
+		ev = EPOLLOUT;
+	else
+		ev = (bconn_paused(b) ? 0 : EPOLLIN | EPOLLRDHUP) |
+		     (buf_used(&b->lout) || (b->st == B_READY && buf_used(&b->out)) ? EPOLLOUT : 0);
+	ep_mod(b->w, b->fd, &b->events, ev, b);
+}
+
+/* 1: all written, 0: the socket is full, -1: error. */
+static int flush_buf(int fd, struct buf *b)
+{
+	while (buf_used(b) > 0) {
+		ssize_t n = send(fd, b->d + b->off, buf_used(b), MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (n <= 0)
+			return -1;
+		buf_consume(b, (size_t)n);
+	}
+	buf_trim(b);
+	return 1;
+}
+
+static int bconn_flush(struct bconn *b)
+{
+	int r;
+
+	if (b->st == B_CONNECTING)
+		return 0;
+	r = flush_buf(b->fd, &b->lout);
+	if (r == 1 && b->st == B_READY)
+		r = flush_buf(b->fd, &b->out);
+	if (r < 0)
+		return -1;
+	bconn_update(b);
+	return 0;
+}
+
+/* ---- the command in flight ---- */
+
+static void client_process(struct client *c);
+static void route_cmd(struct client *c);
+
+/* The command is over (answered or refused): take the next one. */
+static void cmd_done(struct client *c)
+{
+	c->cur = NULL;
+	c->st = C_IDLE;
+	c->has_exclude = false;
+	c->retries = 0;
+	c->cur_hist = false;
+	buf_consume(&c->cmd, buf_used(&c->cmd));
+	buf_trim(&c->cmd);
+}
+
+static void cmd_fail(struct client *c, uint16_t code, const char *msg)
+{
+	if (c->cur_hist && c->nhist > 0) {
+		free(c->hist[--c->nhist].p);
+		if (c->wconn && c->wconn->hist_applied > c->nhist)
+			c->wconn->hist_applied = c->nhist;
+		if (c->rconn && c->rconn->hist_applied > c->nhist)
+			c->rconn->hist_applied = c->nhist;
+	}
+	client_err(c, 1, code, "HY000", msg);
+	cmd_done(c);
+}
+
+/*
+ * A backend connection failed (refused, closed, malformed, login refused).
+ * A read whose answer has not started is retried elsewhere; anything else
+ * gets an ERR that says where it failed, or a closed connection when part of
+ * the answer already reached the client or session state was lost with it.
+ */
+static void bconn_fail(struct bconn *b, const char *why)
+{
+	struct client *c = b->c;
+	bool active = c && c->cur == b, writer = b->writer;
+	uint32_t id = b->backend_id;
+	char msg[512];
+	bool state_lost;
+
+	if (b->dead)
+		return;
+	log_info("proxy: %s connection to %s failed: %s", writer ? "writer" : "reader", b->name,
+	         why);
+	snprintf(msg, sizeof(msg), "mysteer: lost the connection to the %s %s: %s",
+	         writer ? "writer" : "reader", b->name, why);
+	state_lost = c && ((writer && (c->in_trans || c->pin_writer || c->autocommit_off)) ||
+	                   c->trx_conn == b);
+	bconn_free(b);
+	if (!c)
+		return;
+	if (active && c->fwd_started) {
+		client_close(c);
+		return;
+	}
+	if (!active) {
+		if (state_lost)
+			client_close(c);
+		return;
+	}
+	if (c->route == R_READER && c->retries < MAX_RETRIES && !state_lost) {
+		c->retries++;
+		c->exclude_id = id;
+		c->has_exclude = true;
+		route_cmd(c);
+	} else {
+		cmd_fail(c, 2013, msg);
+		if (state_lost)
+			c->closing = true;
+	}
+	if (c->st == C_IDLE) {
+		if (client_flush(c) < 0 || c->closing)
+			client_close(c);
+		else
+			client_process(c);
+	}
+}
+
+static void bconn_login(struct bconn *b, const uint8_t *p, size_t n, uint8_t seq)
+{
+	struct handshake hs;
+	struct hs_response r;
+	struct client *c = b->c;
+	uint8_t pkt[1024];
+	int len;
+
+	if (hs_parse(p, n, &hs) < 0 || hs.scramble_len < SCRAMBLE_LEN) {
+		bconn_fail(b, "bad handshake");
+		return;
+	}
+	memset(&r, 0, sizeof(r));
+	r.caps = (c->caps & hs.caps & PROXY_CAPS & ~(CAP_CONNECT_ATTRS | CAP_CONNECT_WITH_DB)) |
+	         CAP_PROTOCOL_41 | CAP_SECURE_CONNECTION | CAP_PLUGIN_AUTH;
+	if (c->db0[0]) {
+		r.caps |= CAP_CONNECT_WITH_DB;
+		snprintf(r.db, sizeof(r.db), "%s", c->db0);
+	}
+	b->caps = r.caps;
+	b->rt.caps = r.caps; /* the command queued before the login was tracked with 0 */
+	if ((b->caps ^ c->caps) & (CAP_DEPRECATE_EOF | CAP_SESSION_TRACK | CAP_MULTI_RESULTS))
+		log_warn("proxy: backend %s lacks capabilities the client uses", b->name);
+	r.max_packet = 1u << 30;
+	r.charset = c->charset;
+	snprintf(r.user, sizeof(r.user), "%s", c->user);
+	snprintf(r.plugin, sizeof(r.plugin), "%s", NATIVE_PLUGIN);
+	native_reply(hs.scramble, c->stage1, r.auth);
+	r.auth_len = SHA1_LEN;
+	len = hsr_build(pkt, sizeof(pkt), &r);
+	if (len < 0 || buf_put_packet(&b->lout, (uint8_t)(seq + 1), pkt, (size_t)len) < 0) {
+		bconn_fail(b, "cannot build the login");
+		return;
+	}
+	b->st = B_AUTH;
+	if (bconn_flush(b) < 0)
+		bconn_fail(b, "write failed");
+}
+
+/* The login's answer: OK, ERR, or a switch to mysql_native_password. The
+ * queued commands are written out once it is OK. */
+static void bconn_auth_reply(struct bconn *b, const uint8_t *p, size_t n, uint8_t seq)
+{
+	struct err_pkt e;
+	char plugin[64], msg[400];
+	uint8_t scr[SCRAMBLE_LEN], reply[SHA1_LEN];
+	size_t sl;
+	if (n > 0 && p[0] == 0x00) {
+		b->st = B_READY;
+		if (bconn_flush(b) < 0)
+			bconn_fail(b, "write failed");
+		return;
+	}
+	if (n > 0 && p[0] == 0xff) {
+		err_parse(p, n, &e);
+		snprintf(msg, sizeof(msg), "login refused: %u %s", e.code, e.msg);
+		bconn_fail(b, msg);
+		return;
+	}
+	if (n > 0 && p[0] == 0xfe &&
+	    auth_switch_parse(p, n, plugin, sizeof(plugin), scr, &sl) == 0 &&
+	    !strcmp(plugin, NATIVE_PLUGIN) && sl == SCRAMBLE_LEN) {
+		native_reply(scr, b->c->stage1, reply);
+		if (buf_put_packet(&b->lout, (uint8_t)(seq + 1), reply, SHA1_LEN) < 0 ||
+		    bconn_flush(b) < 0)
+			bconn_fail(b, "write failed");
+		return;
+	}
+	bconn_fail(b, "unsupported authentication request");
+}
+
+/* ---- answers ---- */
+
+static void on_answer_done(struct client *c, struct bconn *b);
+
+/* Passes a piece of the answer on, or drops it for a replayed command. */
+static void forward(struct bconn *b, const uint8_t *p, size_t n)
+{
+	struct client *c = b->c;
+
+	if (b->frag_drop)
+		return;
+	if (buf_append(&c->out, p, n) < 0)
+		c->closing = true;
+	c->fwd_started = true;
+}
+
+/* Streams the fragments in b->in to the client, whole small ones and pieces of
+ * large ones, until the answer ends or the client's buffer is full. */
+static void bconn_answers(struct bconn *b)
+{
+	struct client *c = b->c;
+
+	while (!b->dead && buf_used(&b->in) > 0 && buf_used(&c->out) < OUT_HIGH_WATER) {
+		uint8_t *p = b->in.d + b->in.off;
+		size_t avail = buf_used(&b->in), take;
+		struct pkt_frag f;
+		enum resp_state st;
+
+		if (b->frag_left > 0) {
+			take = avail < b->frag_left ? avail : b->frag_left;
+			forward(b, p, take);
+			buf_consume(&b->in, take);
+			b->frag_left -= (uint32_t)take;
+			continue;
+		}
+		if (!b->awaiting) {
+			bconn_fail(b, "unexpected data from the backend");
+			return;
+		}
+		if (!pkt_frag_hdr(p, avail, &f))
+			break;
+		take = avail - PKT_HDR < f.len ? avail - PKT_HDR : f.len;
+		if (take < f.len &&
+		    (take == 0 || resp_needs_whole(&b->rt, p + PKT_HDR, take, f.len))) {
+			if (buf_reserve(&b->in, PKT_HDR + f.len - avail) < 0)
+				bconn_fail(b, "out of memory");
+			break;
+		}
+		b->frag_drop = b->internal > 0;
+		st = resp_feed(&b->rt, p + PKT_HDR, take, f.len);
+		if (st == RS_ERROR) {
+			bconn_fail(b, "malformed answer");
+			return;
+		}
+		forward(b, p, PKT_HDR + take);
+		buf_consume(&b->in, PKT_HDR + take);
+		b->frag_left = f.len - (uint32_t)take;
+		if (st != RS_DONE)
+			continue;
+		if (b->internal > 0) {
+			if (b->rt.saw_err)
+				log_warn("proxy: replaying session state on %s failed", b->name);
+			b->internal--;
+			resp_init(&b->rt, b->internal > 0 ? RESP_GENERIC : c->cur_kind, b->caps);
+			continue;
+		}
+		b->awaiting = false;
+		on_answer_done(c, b);
+		return;
+	}
+	if (b->dead || c->dead)
+		return;
+	if (client_flush(c) < 0) {
+		client_close(c);
+		return;
+	}
+	bconn_update(b);
+}
+
+static void on_answer_done(struct client *c, struct bconn *b)
+{
+	struct proxy_engine *e = c->w->e;
+	uint16_t st = b->rt.status;
+	bool ok = !b->rt.saw_err;
+
+	if (b->writer && ok) {
+		/* The server knows best whether a transaction is open. */
+		c->in_trans = (st & SST_IN_TRANS) != 0;
+		c->autocommit_off = !(st & SST_AUTOCOMMIT);
+	}
+	if (c->ro_trans && !c->trx_conn && ok)
+		c->trx_conn = b;
+	if (c->trx_conn == b) {
+		c->ro_trans = ok ? (st & SST_IN_TRANS) != 0 : c->ro_trans;
+		if (!c->ro_trans)
+			c->trx_conn = NULL;
+	} else if (c->ro_trans && !ok && !c->trx_conn) {
+		c->ro_trans = false; /* START TRANSACTION READ ONLY failed */
+	}
+	if (c->cur_write && ok && e->ryw_mode != RYW_OFF)
+		c->ryw_until_ms = now_ms() + (uint64_t)e->ryw_ms;
+	if (c->cur_hist && !ok) {
+		free(c->hist[--c->nhist].p);
+		b->hist_applied = c->nhist;
+	}
+	c->last = b;
+	c->cur_hist = false;
+	cmd_done(c);
+	buf_trim(&b->in);
+	if (client_flush(c) < 0 || c->closing) {
+		client_close(c);
+		return;
+	}
+	client_process(c);
+}
+
+static int bconn_read(struct bconn *b)
+{
+	for (;;) {
+		if (buf_reserve(&b->in, READ_CHUNK) < 0)
+			return -1;
+		ssize_t n = recv(b->fd, b->in.d + b->in.len, b->in.cap - b->in.len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (n <= 0)
+			return -1;
+		b->in.len += (size_t)n;
+		if (b->in.len < b->in.cap)
+			return 0;
+	}
+}
+
+/* Login packets, then answers. */
+static void bconn_pump(struct bconn *b)
+{
+	while (!b->dead && (b->st == B_HANDSHAKE || b->st == B_AUTH)) {
+		size_t total, payload;
+		uint8_t seq, *p = b->in.d + b->in.off;
+		int r = pkt_whole(p, buf_used(&b->in), 1 << 20, &total, &payload, &seq);
+
+		if (r == 0)
+			return;
+		if (r < 0) {
+			bconn_fail(b, "malformed login packet");
+			return;
+		}
+		pkt_join(p, p, payload);
+		buf_consume(&b->in, total); /* p stays valid: nothing moves b->in below */
+		if (b->st == B_HANDSHAKE)
+			bconn_login(b, p, payload, seq);
+		else
+			bconn_auth_reply(b, p, payload, seq);
+	}
+	if (!b->dead && b->st == B_READY)
+		bconn_answers(b);
+}
+
+static void bconn_event(struct bconn *b, uint32_t events)
+{
+	int r;
+
+	if (b->st == B_CONNECTING) {
+		int err = 0;
+		socklen_t el = sizeof(err);
+		if (getsockopt(b->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0 || err) {
+			bconn_fail(b, strerror(err ? err : errno));
+			return;
+		}
+		b->st = B_HANDSHAKE;
+		bconn_update(b);
+		return;
+	}
+	if ((events & EPOLLOUT) && bconn_flush(b) < 0) {
+		bconn_fail(b, "write failed");
+		return;
+	}
+	if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP)))
+		return;
+	r = bconn_read(b);
+	bconn_pump(b);
+	if (b->dead)
+		return;
+	if (r < 0)
+		bconn_fail(b, "closed by the server");
+	else
+		bconn_update(b);
+}
+
+static struct bconn *bconn_open(struct client *c, const struct topo_backend *be, bool writer)
+{
+	struct bconn *b;
+	int one = 1;
+
+	if (be->addrlen == 0)
+		return NULL;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return NULL;
+	b->type = EV_BACKEND;
+	b->w = c->w;
+	b->c = c;
+	b->writer = writer;
+	b->backend_id = be->id;
+	snprintf(b->name, sizeof(b->name), "%s", be->name);
+	b->fd = socket(be->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (b->fd < 0) {
+		free(b);
+		return NULL;
+	}
+	if (setsockopt(b->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
+		log_debug("proxy: TCP_NODELAY: %s", strerror(errno));
+	if ((connect(b->fd, (const struct sockaddr *)&be->addr, be->addrlen) < 0 &&
+	     errno != EINPROGRESS) ||
+	    ep_add(c->w, b->fd, EPOLLOUT, b) < 0) {
+		log_info("proxy: connect to %s: %s", be->name, strerror(errno));
+		close(b->fd);
+		free(b);
+		return NULL;
+	}
+	b->events = EPOLLOUT;
+	b->st = B_CONNECTING;
+	return b;
+}
+
+/* ---- routing ---- */
+
+static const struct topo_backend *pick_reader(struct client *c, const struct topology *t)
+{
+	int idx[64], total = 0, r;
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->nbackends && n < 64; i++) {
+		const struct topo_backend *b = &t->backends[i];
+		if (b->role != ROLE_READER || !topo_backend_usable(b) || b->weight <= 0)
+			continue;
+		if (c->has_exclude && b->id == c->exclude_id)
+			continue;
+		idx[n++] = (int)i;
+		total += b->weight;
+	}
+	if (n == 0)
+		return NULL;
+	r = (int)(rand_r(&c->w->rnd) % (unsigned)total);
+	for (size_t i = 0; i < n; i++) {
+		r -= t->backends[idx[i]].weight;
+		if (r < 0)
+			return &t->backends[idx[i]];
+	}
+	return &t->backends[idx[n - 1]];
+}
+
+static const struct topo_backend *cur_writer(const struct topology *t)
+{
+	if (!t || t->writer < 0 || (size_t)t->writer >= t->nbackends)
+		return NULL;
+	if (!topo_backend_usable(&t->backends[t->writer]))
+		return NULL;
+	return &t->backends[t->writer];
+}
+
+static bool still_serves(const struct topology *t, uint32_t id, enum be_role role)
+{
+	for (size_t i = 0; i < t->nbackends; i++)
+		if (t->backends[i].id == id)
+			return t->backends[i].role == role && topo_backend_usable(&t->backends[i]);
+	return false;
+}
+
+/* Drops held connections to backends that lost their role, where the session
+ * may move (not inside a transaction, nor with state only that server has). */
+static void follow_topology(struct client *c, const struct topology *t)
+{
+	if (c->wconn && !c->in_trans && !c->pin_writer && !c->autocommit_off &&
+	    !still_serves(t, c->wconn->backend_id, ROLE_WRITER))
+		bconn_free(c->wconn);
+	if (c->rconn && c->trx_conn != c->rconn &&
+	    !still_serves(t, c->rconn->backend_id, ROLE_READER))
+		bconn_free(c->rconn);
+}
+
+static void no_writer_msg(const struct topology *t, char *msg, size_t cap)
+{
+	size_t off;
+
+	if (!t) {
+		snprintf(msg, cap, "mysteer: no writer: no topology published yet");
+		return;
+	}
+	off = (size_t)snprintf(msg, cap, "mysteer: no writer: no backend is up and writable");
+	for (size_t i = 0; i < t->nbackends && off < cap; i++)
+		if (t->backends[i].last_error[0])
+			off += (size_t)snprintf(msg + off, cap - off, "; %s: %s",
+			                        t->backends[i].name, t->backends[i].last_error);
+}
+
+static struct bconn *get_writer(struct client *c, const struct topology *t, char *msg, size_t cap)
+{
+	const struct topo_backend *be;
+
+	if (c->wconn)
+		return c->wconn;
+	be = cur_writer(t);
+	if (!be) {
+		no_writer_msg(t, msg, cap);
+		return NULL;
+	}
+	c->wconn = bconn_open(c, be, true);
+	if (!c->wconn)
+		snprintf(msg, cap, "mysteer: cannot connect to the writer %s", be->name);
+	return c->wconn;
+}
+
+static struct bconn *get_reader(struct client *c, const struct topology *t, char *msg, size_t cap)
+{
+	const struct topo_backend *be;
+
+	if (c->rconn && !(c->has_exclude && c->rconn->backend_id == c->exclude_id))
+		return c->rconn;
+	if (c->rconn)
+		bconn_free(c->rconn);
+	be = t ? pick_reader(c, t) : NULL;
+	if (be)
+		c->rconn = bconn_open(c, be, false);
+	if (c->rconn)
+		return c->rconn;
+	if (c->has_exclude && c->wconn && c->wconn->backend_id == c->exclude_id)
+		bconn_free(c->wconn);
+	return get_writer(c, t, msg, cap); /* no live reader: the writer stands in */
+}
+
+/* Queues the session history this connection has not seen, then the command. */
+static int send_cmd(struct client *c, struct bconn *b)
+{
+	size_t upto = c->cur_hist ? c->nhist - 1 : c->nhist;
+
+	while (b->hist_applied < upto) {
+		struct hist *h = &c->hist[b->hist_applied++];
+		if (buf_put_packet(&b->out, 0, h->p, h->n) < 0)
+			return -1;
+		b->internal++;
+	}
+	if (buf_put_packet(&b->out, 0, c->cmd.d + c->cmd.off, buf_used(&c->cmd)) < 0)
+		return -1;
+	if (c->cur_hist)
+		b->hist_applied = c->nhist;
+	resp_init(&b->rt, b->internal > 0 ? RESP_GENERIC : c->cur_kind, b->caps);
+	b->awaiting = true;
+	b->frag_left = 0;
+	c->cur = b;
+	c->fwd_started = false;
+	c->st = C_BUSY;
+	return bconn_flush(b);
+}
+
+/* Sends c->cmd where c->route says. On failure the client has its ERR and
+ * the command is over (c->st is C_IDLE again). */
+static void route_cmd(struct client *c)
+{
+	const struct topology *t = topo_current();
+	struct bconn *b = NULL;
+	char msg[512] = "mysteer: no backend available";
+
+	if (t)
+		follow_topology(c, t);
+	switch (c->route) {
+	case R_LAST:
+		b = c->last ? c->last : c->wconn ? c->wconn : c->rconn;
+		if (!b)
+			b = get_reader(c, t, msg, sizeof(msg));
+		break;
+	case R_TRX:
+		b = c->trx_conn ? c->trx_conn : get_reader(c, t, msg, sizeof(msg));
+		break;
+	case R_READER:
+		b = get_reader(c, t, msg, sizeof(msg));
+		break;
+	case R_WRITER:
+		b = get_writer(c, t, msg, sizeof(msg));
+		break;
+	}
+	if (t)
+		topo_put(t);
+	if (!b) {
+		cmd_fail(c, 1105, msg);
+		return;
+	}
+	if (send_cmd(c, b) < 0)
+		bconn_fail(b, "write failed");
+}
+
+static int hist_add(struct client *c, const uint8_t *p, size_t n)
+{
+	if (c->nhist == c->hist_cap) {
+		size_t cap = c->hist_cap ? c->hist_cap * 2 : 8;
+		struct hist *h = realloc(c->hist, cap * sizeof(*h));
+		if (!h)
+			return -1;
+		c->hist = h;
+		c->hist_cap = cap;
+	}
+	c->hist[c->nhist].p = malloc(n);
+	if (!c->hist[c->nhist].p)
+		return -1;
+	memcpy(c->hist[c->nhist].p, p, n);
+	c->hist[c->nhist].n = n;
+	c->nhist++;
+	c->cur_hist = true;
+	return 0;
+}
+
+/* Sets c->route (and the session flags) for a COM_QUERY. */
+static void decide_query(struct client *c, const uint8_t *sql, size_t len)
+{
+	struct cls_options opt = {.current_db = c->db, .current_db_len = strlen(c->db)};
+	struct cls_result res;
+	struct proxy_engine *e = c->w->e;
+
+	cls_classify(&opt, (const char *)sql, len, &res);
+	c->cur_write = false;
+	if (res.flags & (CLS_F_TEMP_TABLE | CLS_F_NAMED_LOCK | CLS_F_USER_VAR_WRITE)) {
+		if (!c->pin_writer)
+			log_debug("proxy: session of %s stays on the writer from now on", c->user);
+		c->pin_writer = true;
+	}
+	if ((res.flags & CLS_F_USE) && res.db_len < sizeof(c->db) &&
+	    (size_t)res.db_off + res.db_len <= len) {
+		memcpy(c->db, sql + res.db_off, res.db_len);
+		c->db[res.db_len] = 0;
+	}
+	c->route = R_WRITER;
+	switch (res.token) {
+	case CLS_SESSION:
+		if (res.flags & CLS_F_UNREPLAYABLE) {
+			log_debug("proxy: a SET the proxy cannot replay pins %s to the writer",
+			          c->user);
+			c->pin_writer = true;
+			return;
+		}
+		if ((res.flags & CLS_F_SET_TRANSACTION) && !c->ro_trans)
+			return; /* applies to the next transaction: the writer's */
+		if (hist_add(c, c->cmd.d + c->cmd.off, buf_used(&c->cmd)) < 0)
+			c->closing = true;
+		c->route = c->ro_trans ? R_TRX : R_LAST;
+		return;
+	case CLS_BEGIN_RO:
+		if (!c->in_trans && !c->autocommit_off && !c->pin_writer) {
+			c->ro_trans = true;
+			c->route = R_TRX;
+		}
+		return;
+	case CLS_END:
+		if (c->ro_trans)
+			c->route = R_TRX;
+		return;
+	case CLS_BEGIN:
+	case CLS_WRITE:
+		if (c->ro_trans) {
+			c->route = R_TRX; /* the server refuses it inside READ ONLY */
+			return;
+		}
+		c->cur_write = true;
+		return;
+	case CLS_READ:
+		break;
+	}
+	if (c->ro_trans) {
+		c->route = R_TRX;
+		return;
+	}
+	if ((res.flags & CLS_F_PREV_STATE) && c->last) {
+		c->route = R_LAST;
+		return;
+	}
+	if (c->in_trans || c->autocommit_off || c->pin_writer || (res.flags & CLS_F_HINT_WRITER) ||
+	    (e->ryw_mode != RYW_OFF && now_ms() < c->ryw_until_ms))
+		return;
+	c->route = R_READER;
+}
+
+/* ---- client commands ---- */
+
+static void client_command(struct client *c, const uint8_t *p, size_t n)
+{
+	buf_consume(&c->cmd, buf_used(&c->cmd));
+	c->cur_hist = false;
+	c->cur_write = false;
+	c->route = R_LAST;
+	c->cur_kind = RESP_GENERIC;
+	if (n == 0) {
+		client_err(c, 1, 1047, "08S01", "Unknown command");
+		return;
+	}
+	if (buf_append(&c->cmd, p, n) < 0) {
+		c->closing = true;
+		return;
+	}
+	switch (p[0]) {
+	case COM_QUIT:
+		c->closing = true;
+		return;
+	case COM_PING:
+		client_ok(c, 1);
+		return;
+	case COM_QUERY:
+		decide_query(c, p + 1, n - 1);
+		break;
+	case COM_INIT_DB:
+		if (n - 1 < sizeof(c->db)) {
+			memcpy(c->db, p + 1, n - 1);
+			c->db[n - 1] = 0;
+		}
+		if (hist_add(c, p, n) < 0)
+			c->closing = true;
+		break;
+	case COM_FIELD_LIST:
+		c->cur_kind = RESP_FIELD_LIST;
+		break;
+	case COM_STATISTICS:
+		c->cur_kind = RESP_ONE_PACKET;
+		break;
+	case COM_SET_OPTION:
+		if (hist_add(c, p, n) < 0)
+			c->closing = true;
+		break;
+	case COM_RESET_CONNECTION:
+		/* Fresh backend connections are the most faithful reset. */
+		if (c->wconn)
+			bconn_free(c->wconn);
+		if (c->rconn)
+			bconn_free(c->rconn);
+		hist_clear(c);
+		c->in_trans = c->ro_trans = c->autocommit_off = c->pin_writer = false;
+		c->ryw_until_ms = 0;
+		snprintf(c->db, sizeof(c->db), "%s", c->db0);
+		client_ok(c, 1);
+		return;
+	case COM_STMT_CLOSE:
+	case COM_STMT_SEND_LONG_DATA:
+		return; /* no answer is expected */
+	case COM_STMT_PREPARE:
+	case COM_STMT_EXECUTE:
+	case COM_STMT_RESET:
+	case COM_STMT_FETCH:
+		client_err(c, 1, 1295, "HY000",
+		           "mysteer: prepared statements are not supported on 6450 yet");
+		return;
+	default:
+		client_err(c, 1, 1047, "08S01", "Unknown command");
+		return;
+	}
+	if (c->closing)
+		return;
+	route_cmd(c);
+}
+
+/* ---- handshake and auth ---- */
+
+static void send_handshake(struct client *c)
+{
+	struct handshake h = {0};
+	uint8_t pkt[256];
+	int n;
+
+	snprintf(h.server_version, sizeof(h.server_version), "%s", SERVER_VERSION);
+	h.conn_id = atomic_fetch_add(&c->w->e->next_conn_id, 1);
+	memcpy(h.scramble, c->scramble, SCRAMBLE_LEN);
+	h.scramble_len = SCRAMBLE_LEN;
+	h.caps = PROXY_CAPS;
+	h.charset = CHARSET_UTF8MB4;
+	h.status = SST_AUTOCOMMIT;
+	snprintf(h.plugin, sizeof(h.plugin), "%s", NATIVE_PLUGIN);
+	n = hs_build(pkt, sizeof(pkt), &h);
+	if (n > 0)
+		client_send(c, 0, pkt, (size_t)n);
+}
+
+static void deny(struct client *c, uint8_t seq, bool with_password)
+{
+	char msg[400];
+
+	snprintf(msg, sizeof(msg), "Access denied for user '%s'@'%s' (using password: %s)", c->user,
+	         c->host, with_password ? "YES" : "NO");
+	log_info("proxy: access denied for user '%s'@'%s'", c->user, c->host);
+	client_err(c, seq, 1045, "28000", msg);
+	c->closing = true;
+}
+
+static void check_password(struct client *c, const uint8_t *reply, size_t n, uint8_t seq)
+{
+	const struct user_entry *u = find_user(c->w->e, c->user);
+
+	if (!u || !u->has_hash || native_verify(c->scramble, reply, n, u->stage2, c->stage1) < 0) {
+		deny(c, seq, n > 0);
+		return;
+	}
+	c->st = C_IDLE;
+	c->deadline_ms = 0;
+	client_ok(c, seq);
+}
+
+static void client_auth(struct client *c, const uint8_t *p, size_t n, uint8_t seq)
+{
+	struct hs_response r;
+	uint8_t pkt[128];
+	int len;
+
+	if (c->st == C_SWITCH) {
+		check_password(c, p, n, (uint8_t)(seq + 1));
+		return;
+	}
+	if (hsr_parse(p, n, &r) < 0 || r.ssl_request) {
+		client_err(c, (uint8_t)(seq + 1), 1043, "08S01",
+		           r.ssl_request ? "mysteer: TLS is not supported on 6450 yet"
+		                         : "Bad handshake");
+		c->closing = true;
+		return;
+	}
+	snprintf(c->user, sizeof(c->user), "%s", r.user);
+	c->caps = r.caps & PROXY_CAPS;
+	c->charset = r.charset;
+	if (r.has_db) {
+		snprintf(c->db0, sizeof(c->db0), "%s", r.db);
+		snprintf(c->db, sizeof(c->db), "%s", r.db);
+	}
+	if ((r.caps & CAP_PLUGIN_AUTH) && r.plugin[0] && strcmp(r.plugin, NATIVE_PLUGIN)) {
+		len = auth_switch_build(pkt, sizeof(pkt), NATIVE_PLUGIN, c->scramble, SCRAMBLE_LEN);
+		if (len > 0)
+			client_send(c, (uint8_t)(seq + 1), pkt, (size_t)len);
+		c->st = C_SWITCH;
+		return;
+	}
+	check_password(c, r.auth, r.auth_len, (uint8_t)(seq + 1));
+}
+
+/* Handles the whole packets the client sent, while it may. */
+static void client_process(struct client *c)
+{
+	struct proxy_engine *e = c->w->e;
+
+	if (c->in_process || c->dead)
+		return;
+	c->in_process = true;
+	while (!c->closing && !c->dead && c->st != C_BUSY) {
+		size_t total, payload;
+		uint8_t seq, *p = c->in.d + c->in.off;
+		int r = pkt_whole(p, buf_used(&c->in), e->max_packet, &total, &payload, &seq);
+
+		if (r == 0)
+			break;
+		if (r < 0) {
+			client_err(c, 1, 1153, "08S01",
+			           "Got a packet bigger than 'max_allowed_packet' bytes");
+			c->closing = true;
+			break;
+		}
+		pkt_join(p, p, payload);
+		if (c->st == C_IDLE)
+			client_command(c, p, payload);
+		else
+			client_auth(c, p, payload, seq);
+		if (!c->dead)
+			buf_consume(&c->in, total);
+	}
+	c->in_process = false;
+	if (c->dead)
+		return;
+	buf_trim(&c->in);
+	if (client_flush(c) < 0 || c->closing)
+		client_close(c);
+}
+
+static void client_event(struct client *c, uint32_t events)
+{
+	if (events & EPOLLOUT) {
+		if (client_flush(c) < 0) {
+			client_close(c);
+			return;
+		}
+		/* A backend paused for this client's buffer may go on. */
+		if (c->cur && !c->cur->dead && buf_used(&c->out) < OUT_HIGH_WATER) {
+			bconn_pump(c->cur);
+			if (c->dead)
+				return;
+		}
+	}
+	if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP)))
+		return;
+	for (;;) {
+		if (buf_reserve(&c->in, 16384) < 0) {
+			client_close(c);
+			return;
+		}
+		ssize_t n = recv(c->fd, c->in.d + c->in.len, c->in.cap - c->in.len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (n <= 0) {
+			client_close(c);
+			return;
+		}
+		c->in.len += (size_t)n;
+		if (c->in.len < c->in.cap)
+			break;
+	}
+	client_process(c);
+}
+
+/* ---- workers ---- */
+
+static void refuse(int fd, uint16_t code, const char *msg)
+{
+	uint8_t pkt[256];
+	int n = err_build(pkt + PKT_HDR, sizeof(pkt) - PKT_HDR, code, "08004", msg);
+
+	if (n > 0) {
+		pkt_put_hdr(pkt, (uint32_t)n, 0);
+		if (send(fd, pkt, (size_t)n + PKT_HDR, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+			log_debug("proxy: refusing a client: %s", strerror(errno));
+	}
+	close(fd);
+}
+
+static void accept_clients(struct worker *w)
+{
+	struct proxy_engine *e = w->e;
+
+	for (;;) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		int one = 1,
+		    fd = accept4(w->lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct client *c;
+
+		if (fd < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				log_warn("proxy: accept: %s", strerror(errno));
+			return;
+		}
+		if (atomic_fetch_add(&e->nclients, 1) >= e->max_clients) {
+			atomic_fetch_sub(&e->nclients, 1);
+			refuse(fd, 1040, "Too many connections");
+			continue;
+		}
+		c = calloc(1, sizeof(*c));
+		if (!c) {
+			atomic_fetch_sub(&e->nclients, 1);
+			refuse(fd, 1041, "Out of memory");
+			continue;
+		}
+		c->type = EV_CLIENT;
+		c->w = w;
+		c->fd = fd;
+		c->st = C_HANDSHAKE;
+		if (ss.ss_family == AF_INET)
+			inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, c->host,
+			          sizeof(c->host));
+		else
+			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, c->host,
+			          sizeof(c->host));
+		if (!strncmp(c->host, "::ffff:", 7))
+			memmove(c->host, c->host + 7, strlen(c->host + 7) + 1);
+		if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
+			log_debug("proxy: TCP_NODELAY: %s", strerror(errno));
+		c->events = EPOLLIN | EPOLLRDHUP;
+		if (scramble_fill(c->scramble) < 0 || ep_add(w, fd, c->events, c) < 0) {
+			atomic_fetch_sub(&e->nclients, 1);
+			close(fd);
+			free(c);
+			continue;
+		}
+		c->next = w->clients;
+		if (w->clients)
+			w->clients->prev = c;
+		w->clients = c;
+		c->deadline_ms = now_ms() + (uint64_t)e->handshake_timeout_ms;
+		send_handshake(c);
+		if (client_flush(c) < 0)
+			client_close(c);
+	}
+}
+
+/* Drops clients that did not finish the handshake in time. */
+static void sweep(struct worker *w)
+{
+	uint64_t now = now_ms();
+
+	if (now - w->last_sweep < SWEEP_MS)
+		return;
+	w->last_sweep = now;
+	for (struct client *c = w->clients, *next; c; c = next) {
+		next = c->next;
+		if ((c->st == C_HANDSHAKE || c->st == C_SWITCH) && now > c->deadline_ms) {
+			log_debug("proxy: handshake timeout from %s", c->host);
+			client_close(c);
+		}
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct epoll_event evs[128];
+
+	while (!w->stop) {
+		int n = epoll_wait(w->ep, evs, 128, SWEEP_MS);
+		if (n < 0 && errno != EINTR) {
+			log_error("proxy: epoll_wait: %s", strerror(errno));
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			enum ev_type *t = evs[i].data.ptr;
+			uint32_t ev = evs[i].events;
+			uint64_t v;
+
+			switch (*t) {
+			case EV_LISTEN:
+				accept_clients(w);
+				break;
+			case EV_WAKE:
+				if (read(w->wakefd, &v, sizeof(v)) < 0)
+					log_debug("proxy: wake: %s", strerror(errno));
+				break;
+			case EV_CLIENT: {
+				struct client *c = (struct client *)t;
+				if (!c->dead)
+					client_event(c, ev);
+				break;
+			}
+			case EV_BACKEND: {
+				struct bconn *b = (struct bconn *)t;
+				if (!b->dead)
+					bconn_event(b, ev);
+				break;
+			}
+			}
+		}
+		reap(w);
+		sweep(w);
+	}
+	while (w->clients)
+		client_close(w->clients);
+	reap(w);
+	return NULL;
+}
+
+static int listen_on(const char *addr, uint16_t port, char *err, size_t errlen)
+{
+	struct sockaddr_storage ss = {0};
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+	socklen_t sl;
+	int fd, one = 1, zero = 0;
+
+	if (inet_pton(AF_INET, addr, &s4->sin_addr) == 1) {
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons(port);
+		sl = sizeof(*s4);
+	} else if (inet_pton(AF_INET6, addr, &s6->sin6_addr) == 1) {
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(port);
+		sl = sizeof(*s6);
+	} else {
+		snprintf(err, errlen, "proxy: bad listen address %s", addr);
+		return -1;
+	}
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
+	    (ss.ss_family == AF_INET6 &&
+	     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero)) < 0) ||
+	    bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 4096) < 0) {
+		snprintf(err, errlen, "proxy: listen on [%s]:%u: %s", addr, port, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void copy_users(struct proxy_engine *e, const struct config *cfg)
+{
+	e->users = calloc(cfg->nusers ? cfg->nusers : 1, sizeof(*e->users));
+	if (!e->users)
+		return;
+	for (size_t i = 0; i < cfg->nusers; i++) {
+		snprintf(e->users[i].name, sizeof(e->users[i].name), "%s", cfg->users[i].name);
+		memcpy(e->users[i].stage2, cfg->users[i].hash_stage2, SHA1_LEN);
+		e->users[i].has_hash = cfg->users[i].has_hash;
+	}
+	e->nusers = cfg->nusers;
+}
+
+void proxy_engine_reload(struct proxy_engine *e, const struct config *cfg)
+{
+	atomic_store(&e->ryw_mode, (int)cfg->read_your_writes);
+	atomic_store(&e->ryw_ms, cfg->read_your_writes_ms);
+}
+
+void proxy_engine_stop(struct proxy_engine *e)
+{
+	uint64_t one = 1;
+
+	if (!e)
+		return;
+	for (int i = 0; i < e->nworkers; i++) {
+		struct worker *w = &e->workers[i];
+		if (!w->started)
+			continue;
+		w->stop = true;
+		if (write(w->wakefd, &one, sizeof(one)) < 0)
+			log_warn("proxy: waking a worker: %s", strerror(errno));
+		pthread_join(w->th, NULL);
+	}
+	for (int i = 0; i < e->nworkers; i++) {
+		struct worker *w = &e->workers[i];
+		if (w->lfd >= 0)
+			close(w->lfd);
+		if (w->wakefd >= 0)
+			close(w->wakefd);
+		if (w->ep >= 0)
+			close(w->ep);
+	}
+	free(e->workers);
+	free(e->users);
+	free(e);
+}
+
+static int worker_init(struct worker *w, struct proxy_engine *e, const char *addr, uint16_t port,
+                       char *err, size_t errlen)
+{
+	w->e = e;
+	w->ltype = EV_LISTEN;
+	w->wtype = EV_WAKE;
+	w->rnd = (unsigned)(now_ms() ^ (uintptr_t)w);
+	w->ep = epoll_create1(EPOLL_CLOEXEC);
+	w->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (w->ep < 0 || w->wakefd < 0) {
+		snprintf(err, errlen, "proxy: epoll/eventfd: %s", strerror(errno));
+		return -1;
+	}
+	w->lfd = listen_on(addr, port, err, errlen);
+	if (w->lfd < 0)
+		return -1;
+	if (ep_add(w, w->lfd, EPOLLIN, &w->ltype) < 0 ||
+	    ep_add(w, w->wakefd, EPOLLIN, &w->wtype) < 0) {
+		snprintf(err, errlen, "proxy: epoll_ctl: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+struct proxy_engine *proxy_engine_start(const struct config *cfg, const char *addr, uint16_t port,
+                                        char *err, size_t errlen)
+{
+	struct proxy_engine *e = calloc(1, sizeof(*e));
+	int n = cfg->workers > 0 ? cfg->workers : get_nprocs();
+
+	if (!e) {
+		snprintf(err, errlen, "proxy: out of memory");
+		return NULL;
+	}
+	copy_users(e, cfg);
+	e->max_clients = cfg->max_client_connections;
+	e->handshake_timeout_ms = cfg->handshake_timeout_ms;
+	e->max_packet = cfg->max_packet_size;
+	e->next_conn_id = 1;
+	proxy_engine_reload(e, cfg);
+	e->workers = calloc((size_t)n, sizeof(*e->workers));
+	if (!e->workers || !e->users) {
+		snprintf(err, errlen, "proxy: out of memory");
+		proxy_engine_stop(e);
+		return NULL;
+	}
+	e->nworkers = n;
+	for (int i = 0; i < n; i++)
+		e->workers[i].ep = e->workers[i].lfd = e->workers[i].wakefd = -1;
+	for (int i = 0; i < n; i++) {
+		struct worker *w = &e->workers[i];
+		if (worker_init(w, e, addr, port, err, errlen) < 0) {
+			proxy_engine_stop(e);
+			return NULL;
+		}
+		if (pthread_create(&w->th, NULL, worker_main, w) != 0) {
+			snprintf(err, errlen, "proxy: cannot start a worker thread");
+			proxy_engine_stop(e);
+			return NULL;
+		}
+		w->started = true;
+	}
+	log_info("proxy: listening on [%s]:%u with %d worker(s)", addr, port, n);
+	return e;
+}

@@ -1,0 +1,31 @@
+/*
+ * proxy.h - the 6450 MySQL protocol proxy: the service mysteerd runs, and the
+ * engine API under it so that tests can run the engine without the daemon.
+ *
+ * The engine owns its worker threads (one epoll loop each, one SO_REUSEPORT
+ * listener each), the client sessions and their backend connections. It reads
+ * the topology with topo_current() on every routing decision, so it follows
+ * the controller without being told.
+ */
+#ifndef MYSTEER_PROXY_H
+#define MYSTEER_PROXY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/config.h"
+#include "daemon/service.h"
+
+extern const struct service_ops proxy_service;
+
+struct proxy_engine;
+
+/* Starts workers listening on port of addr ("127.0.0.1", "0.0.0.0", "::").
+ * Copies what it needs from cfg (users, limits). NULL with err on failure. */
+struct proxy_engine *proxy_engine_start(const struct config *cfg, const char *addr, uint16_t port,
+                                        char *err, size_t errlen);
+/* Applies the reloadable keys (read_your_writes*, pool_*). */
+void proxy_engine_reload(struct proxy_engine *e, const struct config *cfg);
+void proxy_engine_stop(struct proxy_engine *e);
+
+#endif

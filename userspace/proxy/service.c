@@ -1,0 +1,50 @@
+/*
+ * service.c - plugs the 6450 proxy engine into mysteerd (daemon/service.h):
+ * started when the config has a route of role split, on that route's port.
+ * The engine pointer is this module's own state.
+ */
+#include <stdio.h>
+
+#include "proxy/proxy.h"
+
+static struct proxy_engine *engine;
+
+static const struct config_route *split_route(const struct config *cfg)
+{
+	for (size_t i = 0; i < cfg->nroutes; i++)
+		if (cfg->routes[i].role == ROUTE_SPLIT)
+			return &cfg->routes[i];
+	return NULL;
+}
+
+static int proxy_start(struct daemon_ctx *d, char *err, size_t errlen)
+{
+	const struct config_route *r = split_route(d->cfg);
+
+	if (!r)
+		return 0;
+	/* "::" takes IPv4 too (IPV6_V6ONLY off); without IPv6, IPv4 alone. */
+	engine = proxy_engine_start(d->cfg, "::", r->port, err, errlen);
+	if (!engine)
+		engine = proxy_engine_start(d->cfg, "0.0.0.0", r->port, err, errlen);
+	return engine ? 0 : -1;
+}
+
+static void proxy_reload(struct daemon_ctx *d, const struct config *cfg)
+{
+	if (engine)
+		proxy_engine_reload(engine, cfg);
+}
+
+static void proxy_stop(struct daemon_ctx *d, bool keep)
+{
+	proxy_engine_stop(engine);
+	engine = NULL;
+}
+
+const struct service_ops proxy_service = {
+    .name = "proxy",
+    .start = proxy_start,
+    .reload = proxy_reload,
+    .stop = proxy_stop,
+};
