@@ -189,6 +189,30 @@ wait_until 10 names_are "db1 db2 db3" >/dev/null
 check "SIGHUP reloads: db5 gone again" names_are "db1 db2 db3"
 check "daemon still runs after SIGHUP" kill -0 "$ITEST_DAEMON_PID"
 
+check_eq "admin socket mode 0600, owner root" "600 root" "$(stat -c '%a %U' "$T/admin.sock")"
 itest_daemon_stop TERM
 check "socket removed at exit" test ! -e "$T/admin.sock"
+
+# --- admin_group, and running as a daemon (no -f) --------------------------------
+sed -e "s|^admin_socket = .*|admin_socket = $T/sub/admin.sock\nadmin_group = daemon|" \
+	"$T/mysteer.conf" >"$T/daemon.conf"
+chmod 600 "$T/daemon.conf"
+"$MYSTEERD" -c "$T/daemon.conf"
+check_eq "without -f mysteerd detaches and its parent exits 0" 0 "$?"
+sock_up() { "$MYSTEERCTL" --socket "$T/sub/admin.sock" status >/dev/null 2>&1; }
+wait_until 10 sock_up >/dev/null
+check "the detached daemon answers (socket dir created)" sock_up
+check_eq "admin_group: socket 0660, group daemon" "660 daemon" "$(stat -c '%a %G' "$T/sub/admin.sock")"
+dpid=$(for p in /proc/[0-9]*; do
+	tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q "^$MYSTEERD -c $T/daemon.conf" && basename "$p"
+done | head -n 1)
+check "found the detached daemon's pid" test -n "$dpid"
+if [ -n "$dpid" ]; then
+	ITEST_PIDS+=("$dpid") # stopped at exit whatever happens below
+	kill -TERM "$dpid"
+	gone() { ! kill -0 "$dpid" 2>/dev/null; }
+	wait_until 10 gone >/dev/null
+	check "the detached daemon stops on SIGTERM" gone
+fi
+
 itest_done
