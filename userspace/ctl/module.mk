@@ -13,3 +13,5 @@ UNIT_TESTS += $(BUILD)/tests/test_ctl
 $(BUILD)/tests/test_ctl: $(BUILD)/obj/tests/unit/test_ctl.o $(CTL_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
+
+INTEG_TESTS += tests/integration/ctl.sh
