@@ -11,6 +11,7 @@ PEER=$ITEST_BUILD/tests/peer_check
 # Runs a command inside the test's steered cgroup.
 incg() { bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$ITEST_CGROUP" "$@"; }
 writer_is() { [ "$(ctl_writer)" = "$1" ]; }
+quiet() { "$@" >/dev/null; }
 readers_are() { [ "$(ctl_readers)" = "$1" ]; }
 port_of() { incg "$PEER" count "$1" "$2" 1 | awk '$1 == "port" {print $2}'; }
 attached() { bpftool cgroup show "$ITEST_CGROUP" 2>/dev/null | grep -cE 'connect|getpeername|sock_ops'; }
@@ -48,24 +49,67 @@ check "6447: no error, none on the writer" [ "$(echo "$dist" | grep -c "port $P1
 	"$(echo "$dist" | awk '$1 == "errors" {print $2}')" = 0 ]
 
 
-# --- a reader dies: the first failed connect is reported by sockops and the
-# backend re-probed at once; measure until no new connection goes to it.
+# --- connect-failure feedback: db4 is db3 behind a forwarder whose listener
+# we close while the daemon's kept-open probe connection goes on working, so
+# only steered clients see the failure (refused connect -> sockops -> ring
+# buffer -> immediate re-probe).
+P4=$((SANDBOX_BASE_PORT + 10))
+cat >"$T/fwd.py" <<'PY'
+import os, signal, socket, sys, threading
+lst = socket.create_server(("127.0.0.1", int(sys.argv[1])))
+def pipe(a, b):
+    try:
+        while (d := a.recv(65536)):
+            b.sendall(d)
+    except OSError:
+        pass
+    for s in (a, b):
+        try: s.shutdown(socket.SHUT_RDWR)
+        except OSError: pass
+def closelst(*_):
+    os.close(lst.detach())
+signal.signal(signal.SIGUSR1, closelst)
+while True:
+    try:
+        c, _ = lst.accept()
+    except OSError:
+        signal.pause(); continue
+    u = socket.create_connection(("127.0.0.1", int(sys.argv[2])))
+    threading.Thread(target=pipe, args=(c, u), daemon=True).start()
+    threading.Thread(target=pipe, args=(u, c), daemon=True).start()
+PY
+python3 "$T/fwd.py" "$P4" "$P3" &
+fwd=$!
+ITEST_PIDS+=($fwd)
+wait_until 5 bash -c "echo >/dev/tcp/127.0.0.1/$P4" >/dev/null
+ctl add db4 "127.0.0.1:$P4" weight=4 >/dev/null
+check "db4 (behind the forwarder) becomes a reader" quiet wait_until 10 readers_are "db2 db3 db4"
+kill -USR1 "$fwd"
+sleep 0.2
+tfail=
+for i in $(seq 1 100); do
+	out=$(incg "$PEER" count 127.0.0.1 6447 1)
+	if echo "$out" | grep -q '^error '; then tfail=$(date +%s%3N); break; fi
+done
+check "a steered connect to db4 was refused" [ -n "$tfail" ]
+echo "# client saw: $(grep -m1 '^error ' <<<"$out")"
+fails=$(status_json | json_get "[b['connect_failures'] for b in d['backends'] if b['name']=='db4'][0]")
+check "sockops counted the connect failure of db4 (${fails})" [ "${fails:-0}" -ge 1 ]
+ms=$(wait_until 3 grep -q 'steered connect to backend .* failed; probing it now' "$T/mysteerd.log")
+check "the ring buffer report made the daemon re-probe at once" [ $? -eq 0 ]
+measured "failure report -> re-probe logged within ${ms} ms of the client's error"
+ctl remove db4 >/dev/null
+kill "$fwd" 2>/dev/null
+wait "$fwd" 2>/dev/null
+wait_until 10 readers_are "db2 db3" >/dev/null
+
+# --- a reader dies: measure until no new connection goes to it.
 sb kill "$P3" >/dev/null
 t0=$(date +%s%3N)
-tfail=
-for i in $(seq 1 400); do
-	out=$(incg "$PEER" count 127.0.0.1 6447 1)
-	if echo "$out" | grep -q '^error'; then tfail=$(date +%s%3N); break; fi
-done
-check "a steered connect to the dead reader failed (sockops sees it)" [ -n "$tfail" ]
-tfail=${tfail:-$(date +%s%3N)}
 gone() { out=$(incg "$PEER" count 127.0.0.1 6447 20) && ! echo "$out" | grep -q "^port $P3 "; }
 ms=$(wait_until 5 gone)
-measured "dead reader out of 6447 ${ms} ms after the first failed connect ($((tfail - t0)) ms after the kill)"
+measured "dead reader out of 6447 ${ms} ms after the kill (interval_ms 1000)"
 check "no new 6447 connection goes to the dead reader within 3 probe intervals" [ "$ms" -le 3000 ]
-check "the failure report made the daemon re-probe" grep -q 'steered connect to backend .* failed; probing it now' "$T/mysteerd.log"
-fails=$(status_json | json_get "[b['connect_failures'] for b in d['backends'] if b['name']=='db3'][0]")
-check "status counts the connect failure of db3 (${fails})" [ "${fails:-0}" -ge 1 ]
 active=$(status_json | json_get "sum(b['active'] for b in d['backends'])")
 check_eq "no steered connection is active now" 0 "$active"
 
@@ -96,6 +140,10 @@ ITEST_PIDS+=($stream)
 sleep 0.5
 itest_daemon_stop KILL
 check "after SIGKILL the programs stay attached" [ "$(attached)" -ge 5 ]
+"$MYSTEERCTL" -c "$T/mysteer.conf" --json maps >"$T/maps.json" 2>&1
+check "mysteerctl maps reads the pinned maps with the daemon down" \
+	grep -q '"enabled":true' "$T/maps.json"
+measured "mysteerctl maps (daemon down): $(head -c 400 "$T/maps.json")"
 itest_daemon_start "$T/mysteer.conf" || exit 1
 wait "$stream"
 measured "stream across SIGKILL + restart: $(echo $(cat "$T/stream.out"))"
@@ -110,8 +158,6 @@ out=$(incg "$PEER" count 127.0.0.1 6446 1)
 echo "# $out" | head -3
 check "no writer: the client gets a named MySQL error" \
 	grep -q 'error 1105 mysteer: route rw has no writer (.*db2 down' <<<"$out"
-"$MYSTEERCTL" maps --json >"$T/maps.json" 2>&1 || "$MYSTEERCTL" maps >"$T/maps.json" 2>&1
-measured "mysteerctl maps: $(head -c 300 "$T/maps.json")"
 
 # --- SIGTERM: nothing may be left attached or pinned.
 itest_daemon_stop TERM
