@@ -49,6 +49,28 @@ check "6447: no error, none on the writer" [ "$(echo "$dist" | grep -c "port $P1
 	"$(echo "$dist" | awk '$1 == "errors" {print $2}')" = 0 ]
 
 
+# --- reader_policy = least_conn (reload): held connections spread evenly
+# over the readers whatever their weights, from sockops' active counts.
+sed -i 's/^lookup = off$/lookup = off\nreader_policy = least_conn/' "$T/mysteer.conf"
+ctl reload >/dev/null
+rm -f "$T/go-lc"
+lc_pids=()
+for i in 1 2 3 4 5 6 7 8; do
+	incg "$PEER" hold 127.0.0.1 6447 "$T/go-lc" >"$T/lc$i.out" 2>&1 &
+	lc_pids+=($!)
+	ITEST_PIDS+=($!)
+	wait_until 10 grep -q '^before' "$T/lc$i.out" >/dev/null
+done
+act() { status_json | json_get "[b['active'] for b in d['backends'] if b['name']=='$1'][0]"; }
+check "reload set least_conn in the maps" \
+	bash -c '"$0" -c "$1" --json maps | grep -q "\"reader_policy\":\"least_conn\""' "$MYSTEERCTL" "$T/mysteer.conf"
+check_eq "least_conn: 8 held connections, 4 on db2 (weight 1)" 4 "$(act db2)"
+check_eq "least_conn: 4 on db3 (weight 3)" 4 "$(act db3)"
+touch "$T/go-lc"
+for p in "${lc_pids[@]}"; do wait "$p" 2>/dev/null; done
+sed -i '/^reader_policy = least_conn$/d' "$T/mysteer.conf"
+ctl reload >/dev/null
+
 # --- connect-failure feedback: db4 is db3 behind a forwarder whose listener
 # we close while the daemon's kept-open probe connection goes on working, so
 # only steered clients see the failure (refused connect -> sockops -> ring
