@@ -265,6 +265,8 @@ static int attach_all(char *err, size_t errlen)
 	    S.conn->progs.ms_getpeername6, S.ops->progs.ms_sockops,
 	};
 
+	if (S.cgroup_fd < 0)
+		return 0; /* maps only, for sk_lookup */
 	for (int i = 0; i < L_COUNT; i++) {
 		S.links[i] = attach_one(progs[i], link_names[i], err, errlen);
 		if (!S.links[i])
@@ -458,7 +460,7 @@ static void publish(const struct topology *t, void *arg)
 	free(img);
 	log_debug("steer: published generation %llu", (unsigned long long)t->generation);
 
-	if (cfg->close_on_demote && S.last && maps_close_mask(S.last, t, mask))
+	if (cfg->close_on_demote && S.iter_link && S.last && maps_close_mask(S.last, t, mask))
 		close_on_demote(mask);
 	topo_put(S.last);
 	S.last = topo_get(t);
@@ -572,8 +574,10 @@ static int steer_start(struct daemon_ctx *d, char *err, size_t errlen)
 	const struct topology *t;
 
 	S.d = d;
-	if (!cfg->cgroup[0]) {
-		log_info("steer: cgroup is empty: connect steering off");
+	/* sk_lookup (userspace/relay) reads the route tables published here, so
+	 * the maps are kept even when connect steering is off. */
+	if (!cfg->cgroup[0] && !cfg->lookup) {
+		log_info("steer: cgroup is empty and lookup off: no eBPF steering");
 		return 0;
 	}
 	snprintf(S.pin_dir, sizeof(S.pin_dir), "%s", cfg->bpffs_dir);
@@ -584,8 +588,9 @@ static int steer_start(struct daemon_ctx *d, char *err, size_t errlen)
 	}
 	S.errl = errl_new(d->loop, cfg->relay_address, cfg->nroutes, err, errlen);
 	if (!S.errl || prepare_bpffs(S.pin_dir, err, errlen) ||
-	    prepare_cgroup(cfg->cgroup, err, errlen) || load_objects(err, errlen) ||
-	    init_cfg(cfg, err, errlen) || attach_all(err, errlen) || start_events(err, errlen)) {
+	    (cfg->cgroup[0] && prepare_cgroup(cfg->cgroup, err, errlen)) ||
+	    load_objects(err, errlen) || init_cfg(cfg, err, errlen) || attach_all(err, errlen) ||
+	    start_events(err, errlen)) {
 		/* Leave a predecessor's pinned state alone: it still steers. */
 		steer_stop(d, true);
 		return -1;
@@ -599,8 +604,9 @@ static int steer_start(struct daemon_ctx *d, char *err, size_t errlen)
 		}
 		S.subscribed = true;
 	}
-	log_info("steer: connect steering on cgroup %s, maps in %s%s", S.cgroup, S.pin_dir,
-	         S.adopted ? " (adopted)" : "");
+	log_info("steer: connect steering %s%s, maps in %s%s",
+	         S.cgroup_fd >= 0 ? "on cgroup " : "off", S.cgroup_fd >= 0 ? S.cgroup : "",
+	         S.pin_dir, S.adopted ? " (adopted)" : "");
 	t = topo_current();
 	if (t) {
 		publish(t, NULL);
@@ -631,7 +637,7 @@ static void steer_counters(uint32_t backend_id, struct backend_counters *c)
 
 static void steer_status(struct json_object *root)
 {
-	if (!S.running)
+	if (!S.running || S.cgroup_fd < 0)
 		return;
 	json_object_object_add(root, "cgroup", json_object_new_string(S.cgroup));
 	json_object_object_add(root, "bpffs_dir", json_object_new_string(S.pin_dir));
