@@ -186,4 +186,21 @@ itest_daemon_stop TERM
 check_eq "after SIGTERM no program is attached to the cgroup" 0 "$(attached)"
 check_eq "after SIGTERM nothing is pinned" "" "$(ls /sys/fs/bpf/mysteer 2>/dev/null)"
 
+# --- keep_on_exit = on: a clean stop leaves everything pinned and attached
+# (upgrade); the next daemon adopts it, and its default SIGTERM removes it.
+sed -i 's/^log_level = .*/&\nkeep_on_exit = on/' "$T/mysteer.conf"
+itest_daemon_start "$T/mysteer.conf" || exit 1
+itest_daemon_stop TERM
+check "keep_on_exit: programs stay attached after SIGTERM" [ "$(attached)" -ge 5 ]
+check "keep_on_exit: links and maps stay pinned" test -e /sys/fs/bpf/mysteer/link_connect4 -a \
+	-e /sys/fs/bpf/mysteer/route_sel
+sed -i '/^keep_on_exit = on$/d' "$T/mysteer.conf"
+n0=$(grep -c 'adopted pinned link_connect4' "$T/mysteerd.log")
+itest_daemon_start "$T/mysteer.conf" || exit 1
+check "the next daemon adopted the kept links" \
+	[ "$(grep -c 'adopted pinned link_connect4' "$T/mysteerd.log")" -gt "$n0" ]
+itest_daemon_stop TERM
+check_eq "then a default SIGTERM detaches everything" 0 "$(attached)"
+check_eq "and unpins everything" "" "$(ls /sys/fs/bpf/mysteer 2>/dev/null)"
+
 itest_done
