@@ -831,6 +831,56 @@ START_TEST(fast_path_row)
 }
 END_TEST
 
+/* The fast path works on 16-byte blocks and 64-bit masks: move the part
+ * that matters across every block and word boundary. */
+START_TEST(fast_path_offsets)
+{
+	static const struct {
+		const char *head, *tail;
+		enum cls_token tok;
+	} probes[] = {
+	    {"SELECT ", " FROM t FOR UPDATE", W},
+	    {"SELECT ", " FROM t LOCK IN SHARE MODE", W},
+	    {"SELECT ", " INTO @x FROM t", W},
+	    {"SELECT ", ", f(1) FROM t", W},
+	    {"SELECT ", ", GET_LOCK('a', 1)", W},
+	    {"SELECT ", ", COUNT(*) FROM sbtest1 WHERE id IN (1, 2)", R},
+	    {"SELECT ", " FROM sbtest1 WHERE c = 'FOR UPDATE' AND id=5", R},
+	    {"SELECT ", " FROM t WHERE a = 1; SELECT 2", W},
+	    {"SELECT ", " FROM t /* mysteer:writer */", W},
+	    {"SELECT ", " FROM db.t WHERE a = 1.5", R},
+	    {"SELECT ", " FROM t WHERE a = 'x", W},
+	    {"UPDATE t SET a = 1, b = ", " WHERE id = @x", W},
+	    {"INSERT INTO t (a, b) VALUES (1, ", ", LAST_INSERT_ID())", W},
+	    {"INSERT INTO t (a, b) VALUES (1, ", ", 'x')", W},
+	    {"DELETE FROM t WHERE a = ", " -- c", W},
+	};
+	char buf[1024];
+
+	for (size_t k = 0; k < sizeof(probes) / sizeof(probes[0]); k++) {
+		for (size_t pad = 0; pad < 200; pad++) {
+			size_t n = (size_t)snprintf(buf, sizeof(buf), "%s", probes[k].head);
+			struct cls_result r;
+
+			for (size_t i = 0; i < pad; i++)
+				buf[n++] = "abcdefghij"[i % 10];
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s", probes[k].tail);
+			cls_classify(NULL, buf, n, &r);
+			ck_assert_msg(r.token == probes[k].tok, "%s: %s", buf,
+			              cls_token_name(r.token));
+			same_as_full(buf, n);
+			/* the same with spaces: many short words */
+			for (size_t i = 0; i < pad; i += 3)
+				buf[strlen(probes[k].head) + i] = ' ';
+			cls_classify(NULL, buf, n, &r);
+			ck_assert_msg(r.token == probes[k].tok, "%s: %s", buf,
+			              cls_token_name(r.token));
+			same_as_full(buf, n);
+		}
+	}
+}
+END_TEST
+
 /* Reasons for a few rows, so that --explain means something. */
 START_TEST(reasons)
 {
@@ -1310,6 +1360,7 @@ int main(void)
 	tcase_add_loop_test(tc, table_row, 0, (int)NROWS);
 	tcase_add_loop_test(tc, table_row_wrapped, 0, (int)NROWS);
 	tcase_add_loop_test(tc, fast_path_row, 0, (int)NROWS);
+	tcase_add_test(tc, fast_path_offsets);
 	tcase_add_test(tc, reasons);
 	tcase_add_test(tc, use_span);
 	tcase_add_loop_test(tc, routine_row, 0,
