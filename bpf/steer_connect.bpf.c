@@ -37,6 +37,28 @@ static __always_inline struct ms_route *ms_lookup_route(struct ms_service_key *k
 	return rt;
 }
 
+/* An IPv4 socket cannot reach an IPv6 backend: the first IPv4 target of the
+ * route instead (only mixed-family routes pay this). */
+static __always_inline struct ms_backend *ms_first_v4(const struct ms_route *rt, __u32 *be_id)
+{
+	__u32 i;
+
+	for (i = 0; i < MS_MAX_TARGETS; i++) {
+		struct ms_backend *be;
+		__u32 id;
+
+		if (i >= rt->ntargets)
+			break;
+		id = rt->target[i];
+		be = bpf_map_lookup_elem(&backends, &id);
+		if (be && (be->flags & MS_BE_PRESENT) && be->ep.family == MS_AF_INET) {
+			*be_id = id;
+			return be;
+		}
+	}
+	return NULL;
+}
+
 /*
  * Decide where a connect to key goes. Fills *dst with the backend (or the
  * route's error listener) and marks the socket; returns 0 when the connect
@@ -77,9 +99,13 @@ static __always_inline int ms_steer(struct bpf_sock_addr *ctx, struct ms_service
 
 		if (!be || !(be->flags & MS_BE_PRESENT))
 			return 0;
+		if (!want_v6 && be->ep.family != MS_AF_INET)
+			be = ms_first_v4(rt, &be_id);
+		if (!be)
+			return 0;
 		__builtin_memcpy(dst, &be->ep, sizeof(*dst));
 	}
-	/* A v4 socket cannot reach a v6 backend: leave it alone. */
+	/* Still v6 (an IPv6 error listener): a v4 socket cannot go there. */
 	if (!want_v6 && dst->family != MS_AF_INET)
 		return 0;
 

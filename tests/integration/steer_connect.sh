@@ -71,6 +71,22 @@ for p in "${lc_pids[@]}"; do wait "$p" 2>/dev/null; done
 sed -i '/^reader_policy = least_conn$/d' "$T/mysteer.conf"
 ctl reload >/dev/null
 
+# --- an IPv6 backend: db5 is db3's server over ::1. IPv6 clients reach it;
+# IPv4 clients of the same route are given an IPv4 target instead.
+ctl add db5 "::1:$P3" weight=2 >/dev/null || ctl add db5 "[::1]:$P3" weight=2 >/dev/null
+check "db5 (::1) becomes a reader" quiet wait_until 10 readers_are "db2 db3 db5"
+steered5() { status_json | json_get "[b['steered'] for b in d['backends'] if b['name']=='db5'][0]"; }
+s0=$(steered5)
+out6=$(incg "$PEER" count ::1 6447 100)
+check "IPv6 clients: 100 connections to [::1]:6447 without error" grep -q '^errors 0$' <<<"$out6"
+s1=$(steered5)
+check "IPv6 clients reach the IPv6 backend ($((s1 - s0)) of 100)" [ $((s1 - s0)) -gt 0 ]
+out4=$(incg "$PEER" count 127.0.0.1 6447 100)
+check "IPv4 clients: 100 connections without error, none to the IPv6 backend" \
+	[ "$(grep '^errors' <<<"$out4")" = "errors 0" -a "$(steered5)" = "$s1" ]
+ctl remove db5 >/dev/null
+wait_until 10 readers_are "db2 db3" >/dev/null
+
 # --- connect-failure feedback: db4 is db3 behind a forwarder whose listener
 # we close while the daemon's kept-open probe connection goes on working, so
 # only steered clients see the failure (refused connect -> sockops -> ring
