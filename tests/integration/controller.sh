@@ -5,6 +5,8 @@
 # with promote under both writer policies, the sticky writer, and admin
 # changes surviving a restart. One sandbox, reset with `down; up` (a file
 # copy) where a case leaves the cluster changed. Runs in its own namespaces.
+# A non-default base port, as issue 2 asks: nothing may assume 3306.
+export SANDBOX_BASE_PORT=${SANDBOX_BASE_PORT:-4306}
 . "$(dirname "$0")/lib.sh"
 itest_init controller
 
