@@ -14,3 +14,9 @@ $(BUILD)/tests/test_evloop: $(BUILD)/obj/tests/unit/test_evloop.o $(COMMON_OBJS)
 
 INTEG_TESTS += tests/integration/controller.sh
 INTEG_TESTS += tests/integration/controller_figures.sh
+
+UNIT_TESTS += $(BUILD)/tests/test_controller
+$(BUILD)/tests/test_controller: $(BUILD)/obj/tests/unit/test_controller.o \
+		$(BUILD)/obj/userspace/topo/controller.o $(TOPO_RULES_OBJS) $(PROBE_OBJS) $(COMMON_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ $(CHECK_LIBS) $(LDLIBS) -o $@

@@ -1,0 +1,213 @@
+/*
+ * test_controller.c - the controller with real probes but no server: a port
+ * that refuses connections goes down after `fall` probes, a listener that
+ * never answers is bounded by timeout_ms without holding back the other
+ * backend, a snapshot is published only on changes, and a probe requested
+ * from another thread runs on the loop.
+ */
+#include <check.h>
+#include <mysql.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/evloop.h"
+#include "common/topology.h"
+#include "topo/controller.h"
+
+static struct config cfg;
+static int publishes;
+static const struct topology *last_pub;
+
+static void on_publish(const struct topology *t, void *arg)
+{
+	publishes++;
+	topo_put(last_pub);
+	last_pub = topo_get(t);
+}
+
+static void stop_after(struct evloop *l, uint64_t id, void *arg)
+{
+	evloop_stop(l);
+}
+
+/* A listening socket on an ephemeral loopback port that never accepts: the
+ * kernel completes the handshake, the server greeting never comes. */
+static int mute_listener(uint16_t *port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sa);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(fd, 16), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+	*port = ntohs(sa.sin_port);
+	return fd;
+}
+
+/* A port nothing listens on (bound, then closed). */
+static uint16_t closed_port(void)
+{
+	uint16_t port;
+	int fd = mute_listener(&port);
+	close(fd);
+	return port;
+}
+
+static void setup(void)
+{
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.interval_ms = 50;
+	cfg.timeout_ms = 150;
+	cfg.fall = 2;
+	cfg.rise = 2;
+	cfg.max_replication_lag_s = 10;
+	strcpy(cfg.probe_user, "mysteer");
+	strcpy(cfg.probe_password, "mysteer");
+	publishes = 0;
+	last_pub = NULL;
+	ck_assert_int_eq(topo_subscribe(on_publish, NULL), 0);
+}
+
+static void teardown(void)
+{
+	topo_unsubscribe(on_publish, NULL);
+	topo_put(last_pub);
+	last_pub = NULL;
+	topo_reset();
+}
+
+static struct ctl_backend_spec spec(const char *name, uint16_t port)
+{
+	struct ctl_backend_spec s = {.port = port, .priority = 100, .weight = 1};
+	strcpy(s.name, name);
+	strcpy(s.host, "127.0.0.1");
+	return s;
+}
+
+START_TEST(test_refused_goes_down)
+{
+	struct evloop *l = evloop_new();
+	struct controller *c = controller_new(l);
+	struct ctl_backend_spec s = spec("gone", closed_port());
+	ck_assert_int_eq(controller_apply(c, &cfg, &s, 1), 0);
+	ck_assert_int_eq(publishes, 1); /* the apply itself */
+	ck_assert_int_eq(last_pub->backends[0].health, HEALTH_UNKNOWN);
+	evloop_add_timer(l, 600, stop_after, NULL);
+	evloop_run(l);
+	ck_assert_int_eq(last_pub->backends[0].health, HEALTH_DOWN);
+	ck_assert_int_eq(last_pub->writer, -1);
+	/* unknown -> down is one change: many failed probes, two publishes */
+	ck_assert_int_eq(publishes, 2);
+	struct topology *snap = controller_snapshot(c);
+	ck_assert_ptr_nonnull(strstr(snap->backends[0].last_error, "connect"));
+	ck_assert_int_gt(snap->backends[0].last_probe_ms, 0);
+	topo_put(snap);
+	controller_free(c);
+	evloop_free(l);
+}
+END_TEST
+
+START_TEST(test_mute_server_bounded)
+{
+	uint16_t mport;
+	int mfd = mute_listener(&mport);
+	struct evloop *l = evloop_new();
+	struct controller *c = controller_new(l);
+	struct ctl_backend_spec s[2] = {spec("mute", mport), spec("gone", closed_port())};
+	ck_assert_int_eq(controller_apply(c, &cfg, s, 2), 0);
+	uint64_t t0 = mono_ms();
+	/* "gone" must be down after ~2 intervals, not after the mute timeouts */
+	while (mono_ms() - t0 < 2000) {
+		evloop_add_timer(l, 20, stop_after, NULL);
+		evloop_run(l);
+		if (last_pub->backends[1].health == HEALTH_DOWN)
+			break;
+	}
+	uint64_t gone_ms = mono_ms() - t0;
+	ck_assert_int_eq(last_pub->backends[1].health, HEALTH_DOWN);
+	/* before the mute one could even fail twice (>= 2 timeouts), and well
+	 * under a second even on a loaded machine */
+	ck_assert_int_ne(last_pub->backends[0].health, HEALTH_DOWN);
+	ck_assert_uint_lt(gone_ms, 1000);
+	while (mono_ms() - t0 < 3000 && last_pub->backends[0].health != HEALTH_DOWN) {
+		evloop_add_timer(l, 20, stop_after, NULL);
+		evloop_run(l);
+	}
+	ck_assert_int_eq(last_pub->backends[0].health, HEALTH_DOWN);
+	struct topology *snap = controller_snapshot(c);
+	ck_assert_ptr_nonnull(strstr(snap->backends[0].last_error, "no answer within 150 ms"));
+	topo_put(snap);
+	controller_free(c);
+	evloop_free(l);
+	close(mfd);
+}
+END_TEST
+
+struct async_arg {
+	struct controller *c;
+	uint32_t id;
+};
+
+static void *requester(void *arg)
+{
+	struct async_arg *a = arg;
+	controller_request_probe_async(a->c, a->id);
+	return NULL;
+}
+
+static void on_wake(struct evloop *l, void *arg)
+{
+	controller_run_pending(arg);
+	evloop_stop(l);
+}
+
+START_TEST(test_request_probe_from_thread)
+{
+	struct evloop *l = evloop_new();
+	struct controller *c = controller_new(l);
+	ck_assert_int_eq(evloop_set_wake(l, on_wake, c), 0);
+	cfg.interval_ms = 60000; /* only the first probe and the requested one */
+	cfg.fall = 2;
+	struct ctl_backend_spec s = spec("gone", closed_port());
+	ck_assert_int_eq(controller_apply(c, &cfg, &s, 1), 0);
+	/* the first probe (at once) fails: one of two */
+	evloop_add_timer(l, 100, stop_after, NULL);
+	evloop_run(l);
+	ck_assert_int_eq(last_pub->backends[0].health, HEALTH_UNKNOWN);
+	struct async_arg a = {c, last_pub->backends[0].id};
+	pthread_t th;
+	ck_assert_int_eq(pthread_create(&th, NULL, requester, &a), 0);
+	evloop_add_timer(l, 2000, stop_after, NULL);
+	evloop_run(l); /* stops at the wake */
+	pthread_join(th, NULL);
+	/* the requested probe ran (refused at once): the second failure */
+	evloop_add_timer(l, 100, stop_after, NULL);
+	evloop_run(l);
+	ck_assert_int_eq(last_pub->backends[0].health, HEALTH_DOWN);
+	controller_free(c);
+	evloop_free(l);
+}
+END_TEST
+
+int main(void)
+{
+	mysql_library_init(0, NULL, NULL);
+	Suite *s = suite_create("controller");
+	TCase *tc = tcase_create("probes");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 20);
+	tcase_add_test(tc, test_refused_goes_down);
+	tcase_add_test(tc, test_mute_server_bounded);
+	tcase_add_test(tc, test_request_probe_from_thread);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	mysql_library_end();
+	return failed ? 1 : 0;
+}
