@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <mysql.h>
 #include <signal.h>
 #include <stdio.h>
@@ -225,6 +226,11 @@ int main(int argc, char **argv)
 		usage();
 		return 2;
 	}
+
+	/* Absolute, so that reload still finds it after daemonize's chdir("/"). */
+	char abspath[PATH_MAX];
+	if (realpath(path, abspath))
+		path = abspath;
 
 	struct daemon dm = {.sigfd = -1};
 	struct config *cfg = config_load(path, err, sizeof(err));
