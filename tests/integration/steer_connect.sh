@@ -17,12 +17,10 @@ port_of() { incg "$PEER" count "$1" "$2" 1 | awk '$1 == "port" {print $2}'; }
 attached() { bpftool cgroup show "$ITEST_CGROUP" 2>/dev/null | grep -cE 'connect|getpeername|sock_ops'; }
 
 itest_sandbox_up
-# db3 counts three times db2 in the reader split.
 # A long probe interval, so that a dead reader is found by the sockops
 # failure report (and the immediate re-probe), not by the next probe.
 ITEST_INTERVAL_MS=1000 ITEST_STEER_EXTRA="vip = 127.0.0.1, ::1
 lookup = off" itest_write_config "$T/mysteer.conf"
-sed -i "/^port = $P3/a weight = 3" "$T/mysteer.conf"
 itest_daemon_start "$T/mysteer.conf" || exit 1
 wait_until 10 writer_is db1 >/dev/null
 wait_until 10 readers_are "db2 db3" >/dev/null
@@ -38,16 +36,26 @@ check_eq "an unrelated port is untouched" "$P2" "$(port_of 127.0.0.1 "$P2")"
 check_eq "outside the cgroup nothing is steered" "" \
 	"$("$PEER" count 127.0.0.1 6446 1 | awk '$1 == "port" {print $2}')"
 
-start=$(date +%s%3N)
+# Equal weights: each reader within +-10% of its half (sd of a 1000-draw
+# binomial is 16, so the bound is 3 sd).
 dist=$(incg "$PEER" count 127.0.0.1 6447 1000)
-measured "1000 connections to 6447 in $(( $(date +%s%3N) - start )) ms: $(echo $dist)"
+measured "1000 connections to 6447, weights 1:1: $(echo $dist)"
 n2=$(echo "$dist" | awk -v p="$P2" '$1 == "port" && $2 == p {print $3}')
 n3=$(echo "$dist" | awk -v p="$P3" '$1 == "port" && $2 == p {print $3}')
-check "6447: db2 gets 250 +- 10% of 1000 (got ${n2:-0})" [ "${n2:-0}" -ge 225 -a "${n2:-0}" -le 275 ]
-check "6447: db3 gets 750 +- 10% of 1000 (got ${n3:-0})" [ "${n3:-0}" -ge 675 -a "${n3:-0}" -le 825 ]
+check "6447 weights 1:1: db2 gets 500 +- 10% (got ${n2:-0})" [ "${n2:-0}" -ge 450 -a "${n2:-0}" -le 550 ]
+check "6447 weights 1:1: db3 gets 500 +- 10% (got ${n3:-0})" [ "${n3:-0}" -ge 450 -a "${n3:-0}" -le 550 ]
 check "6447: no error, none on the writer" [ "$(echo "$dist" | grep -c "port $P1 ")" = 0 -a \
 	"$(echo "$dist" | awk '$1 == "errors" {print $2}')" = 0 ]
 
+# Weights 1:3 (set at runtime): db3's share 750, bound +-70 (5 sd of 13.7).
+ctl set db3 weight=3 >/dev/null
+total4() { "$MYSTEERCTL" -c "$T/mysteer.conf" --json maps | grep -q '"total_weight":4'; }
+check "weight change published into the maps" quiet wait_until 5 total4
+start=$(date +%s%3N)
+dist=$(incg "$PEER" count 127.0.0.1 6447 1000)
+measured "1000 connections to 6447, weights 1:3, in $(( $(date +%s%3N) - start )) ms: $(echo $dist)"
+n3=$(echo "$dist" | awk -v p="$P3" '$1 == "port" && $2 == p {print $3}')
+check "6447 weights 1:3: db3 gets 750 +- 70 (got ${n3:-0})" [ "${n3:-0}" -ge 680 -a "${n3:-0}" -le 820 ]
 
 # --- reader_policy = least_conn (reload): held connections spread evenly
 # over the readers whatever their weights, from sockops' active counts.
