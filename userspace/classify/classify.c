@@ -1519,6 +1519,8 @@ static bool dml_paren_ok(const uint8_t *start, const uint8_t *lp, const uint8_t 
 		return fast_call_ok(s1, (size_t)(j - s1), NULL, 0, end);
 	for (s0 = k - 1; s0 > start && wordc[s0[-1]];)
 		s0--;
+	if (s0 > start && s0[-1] == '.')
+		return false; /* x.INTO or 1.INTO: not the keyword the parser sees */
 	return fast_call_ok(s1, (size_t)(j - s1), s0, (size_t)(k - s0), end);
 }
 

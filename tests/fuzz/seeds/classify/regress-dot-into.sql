@@ -1,0 +1,1 @@
+INSERT sbt›Œ‹† (idd) ( (0, ( (0DRT.INTO sb(VAL)
