@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -188,6 +189,43 @@ START_TEST(backpressure_bounds_buffering)
 }
 END_TEST
 
+/* A small message and the FIN often arrive together: the relay must not take
+ * the short read for "nothing more" and miss the EOF (a client sending its
+ * last request and shutting down would hang). */
+START_TEST(message_with_fin_is_passed_on)
+{
+	char err[128];
+	struct relay *r = relay_new(modes[_i], err, sizeof(err));
+	ck_assert_msg(r != NULL, "%s", err);
+	for (int i = 0; i < 200; i++) {
+		int cli, rc_cli, rc_srv, srv;
+		char buf[16] = {0};
+		tcp_pair(&cli, &rc_cli);
+		tcp_pair(&rc_srv, &srv);
+		ck_assert_int_eq(write(cli, "quit", 4), 4);
+		ck_assert_int_eq(shutdown(cli, SHUT_WR), 0);
+		ck_assert_int_eq(relay_add_pair(r, rc_cli, rc_srv), 0);
+		struct pollfd pfd = {.fd = srv, .events = POLLIN};
+		size_t got = 0;
+		for (;;) {
+			ck_assert_int_eq(poll(&pfd, 1, 3000), 1);
+			ssize_t k = read(srv, buf + got, sizeof(buf) - got);
+			ck_assert_int_ge(k, 0);
+			if (k == 0)
+				break;
+			got += k;
+		}
+		ck_assert_uint_eq(got, 4);
+		ck_assert_int_eq(memcmp(buf, "quit", 4), 0);
+		close(srv);
+		ck_assert_int_eq(poll(&(struct pollfd){.fd = cli, .events = POLLIN}, 1, 3000), 1);
+		ck_assert_int_eq(read(cli, buf, 1), 0);
+		close(cli);
+	}
+	relay_free(r);
+}
+END_TEST
+
 START_TEST(listener_relays_to_backend)
 {
 	char err[128];
@@ -270,6 +308,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, stream_both_ways_with_half_close, 0, 2);
 	tcase_add_loop_test(tc, backpressure_bounds_buffering, 0, 2);
+	tcase_add_loop_test(tc, message_with_fin_is_passed_on, 0, 2);
 	tcase_add_loop_test(tc, listener_relays_to_backend, 0, 2);
 	tcase_add_loop_test(tc, refused_backend_resets_client, 0, 2);
 	tcase_add_test(tc, mode_names);

@@ -44,8 +44,11 @@ struct dir {
 	size_t off, len;
 	int pipe[2]; /* splice: inpipe bytes wait in the pipe */
 	size_t inpipe, pipe_size;
-	bool eof;  /* the source sent FIN */
-	bool shut; /* FIN passed on to the destination */
+	bool eof;         /* the source sent FIN */
+	bool shut;        /* FIN passed on to the destination */
+	bool src_ready;   /* the source may have data: read it */
+	bool dst_blocked; /* the destination refused: wait for EPOLLOUT */
+	bool fin_seen;    /* poll reported RDHUP: read on until EOF */
 };
 
 struct pair {
@@ -138,6 +141,7 @@ static int set_nonblock(int fd)
 static int dir_init(struct relay *r, struct dir *d)
 {
 	d->pipe[0] = d->pipe[1] = -1;
+	d->src_ready = true; /* data may be there before the first event */
 	if (r->mode == RELAY_COPY) {
 		d->buf = malloc(RELAY_BUF);
 		return d->buf ? 0 : -1;
@@ -195,38 +199,63 @@ static uint64_t *dir_bytes(struct relay *r, int i)
 	return i == 0 ? &r->st.bytes_up : &r->st.bytes_down;
 }
 
-/* One round of copy mode for direction i. Returns 1 progress, 0 none, -1 error. */
+/*
+ * Syscall economy matters: a MySQL round trip is one small message each way,
+ * so the relay must not pay a read that only says EAGAIN. With edge-triggered
+ * epoll every arrival of data (or FIN) and every freeing of send space raises
+ * a new event, so a direction remembers whether its source may have more
+ * (src_ready: cleared by a short read or EAGAIN) and whether its destination
+ * refused (dst_blocked: set by a short write or EAGAIN), and only those
+ * syscalls that can move bytes are made.
+ */
+static bool dir_can_move(const struct dir *d, const struct relay *r)
+{
+	bool room = r->mode == RELAY_COPY ? d->len < RELAY_BUF : d->inpipe < d->pipe_size;
+	bool pending = r->mode == RELAY_COPY ? d->off < d->len : d->inpipe > 0;
+
+	return (d->src_ready && !d->eof && room) || (pending && !d->dst_blocked);
+}
+
+/* One step of copy mode for direction i. Returns 0, or -1 on an error. */
 static int pump_copy(struct relay *r, struct pair *p, int i)
 {
 	struct dir *d = &p->dir[i];
 	int src = p->fd[i], dst = p->fd[1 - i];
-	int progress = 0;
 
-	if (!d->eof && d->len < RELAY_BUF) {
-		ssize_t n = read(src, d->buf + d->len, RELAY_BUF - d->len);
+	if (d->src_ready && !d->eof && d->len < RELAY_BUF) {
+		size_t room = RELAY_BUF - d->len;
+		ssize_t n = read(src, d->buf + d->len, room);
 		if (n > 0) {
 			d->len += n;
-			progress = 1;
+			/* A short read emptied the socket: the next arrival
+			 * raises a new event. Not so for a FIN that came with
+			 * the data: its event is spent, so read on to EOF. */
+			if ((size_t)n < room && !d->fin_seen)
+				d->src_ready = false;
 		} else if (n == 0) {
 			d->eof = true;
-			progress = 1;
-		} else if (errno != EAGAIN && errno != EINTR) {
+		} else if (errno == EAGAIN) {
+			d->src_ready = false;
+		} else if (errno != EINTR) {
 			return -1;
 		}
 	}
-	if (d->off < d->len) {
+	if (d->off < d->len && !d->dst_blocked) {
 		ssize_t n = send(dst, d->buf + d->off, d->len - d->off, MSG_NOSIGNAL);
 		if (n > 0) {
 			d->off += n;
 			stat_add(dir_bytes(r, i), n);
-			if (d->off == d->len)
-				d->off = d->len = 0;
-			progress = 1;
-		} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			if (d->off < d->len)
+				d->dst_blocked = true; /* send buffer full */
+		} else if (n < 0 && errno == EAGAIN) {
+			d->dst_blocked = true;
+		} else if (n < 0 && errno != EINTR) {
 			return -1;
 		}
+		if (d->off == d->len)
+			d->off = d->len = 0;
 	}
-	return progress;
+	return 0;
 }
 
 static int pump_splice(struct relay *r, struct pair *p, int i)
@@ -234,31 +263,40 @@ static int pump_splice(struct relay *r, struct pair *p, int i)
 	struct dir *d = &p->dir[i];
 	int src = p->fd[i], dst = p->fd[1 - i];
 	unsigned fl = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
-	int progress = 0;
 
-	if (!d->eof && d->inpipe < d->pipe_size) {
+	if (d->src_ready && !d->eof && d->inpipe < d->pipe_size) {
 		ssize_t n = splice(src, NULL, d->pipe[1], NULL, d->pipe_size - d->inpipe, fl);
 		if (n > 0) {
 			d->inpipe += n;
-			progress = 1;
 		} else if (n == 0) {
 			d->eof = true;
-			progress = 1;
-		} else if (errno != EAGAIN && errno != EINTR) {
+		} else if (errno == EAGAIN) {
+			/* With data in the pipe, EAGAIN may mean a full pipe
+			 * (it counts pages, not bytes): the socket may still
+			 * hold data, so only an empty pipe proves it empty. */
+			if (d->inpipe == 0)
+				d->src_ready = false;
+			else if (d->dst_blocked)
+				d->src_ready = true;
+		} else if (errno != EINTR) {
 			return -1;
 		}
 	}
-	if (d->inpipe > 0) {
-		ssize_t n = splice(d->pipe[0], NULL, dst, NULL, d->inpipe, fl);
+	if (d->inpipe > 0 && !d->dst_blocked) {
+		size_t want = d->inpipe;
+		ssize_t n = splice(d->pipe[0], NULL, dst, NULL, want, fl);
 		if (n > 0) {
 			d->inpipe -= n;
 			stat_add(dir_bytes(r, i), n);
-			progress = 1;
-		} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			if ((size_t)n < want)
+				d->dst_blocked = true;
+		} else if (n < 0 && errno == EAGAIN) {
+			d->dst_blocked = true;
+		} else if (n < 0 && errno != EINTR) {
 			return -1;
 		}
 	}
-	return progress;
+	return 0;
 }
 
 static bool dir_drained(const struct dir *d)
@@ -266,20 +304,23 @@ static bool dir_drained(const struct dir *d)
 	return d->eof && d->off == d->len && d->inpipe == 0;
 }
 
-/* Pumps both directions until nothing moves (the edge-triggered contract) or
- * the budget is spent (then the pair goes on the ready list). */
+/* Moves what can move in both directions, until nothing can (the
+ * edge-triggered contract) or the budget is spent (then the pair goes on the
+ * ready list, so one large transfer does not starve the others). */
 static void pair_pump(struct relay *r, struct pair *p)
 {
 	for (int round = 0; round < RELAY_BUDGET; round++) {
-		int moved = 0;
+		bool more = false;
 		for (int i = 0; i < 2; i++) {
 			struct dir *d = &p->dir[i];
-			int rc = r->mode == RELAY_COPY ? pump_copy(r, p, i) : pump_splice(r, p, i);
-			if (rc < 0) {
-				pair_kill(r, p, true);
-				return;
+			if (dir_can_move(d, r)) {
+				int rc = r->mode == RELAY_COPY ? pump_copy(r, p, i)
+				                               : pump_splice(r, p, i);
+				if (rc < 0) {
+					pair_kill(r, p, true);
+					return;
+				}
 			}
-			moved |= rc;
 			if (dir_drained(d) && !d->shut) {
 				/* Half-close: the peer may still answer. */
 				if (shutdown(p->fd[1 - i], SHUT_WR) < 0 && errno != ENOTCONN) {
@@ -288,12 +329,13 @@ static void pair_pump(struct relay *r, struct pair *p)
 				}
 				d->shut = true;
 			}
+			more |= dir_can_move(d, r);
 		}
 		if (p->dir[0].shut && p->dir[1].shut) {
 			pair_kill(r, p, false);
 			return;
 		}
-		if (!moved)
+		if (!more)
 			return;
 	}
 	if (!p->queued) {
@@ -301,6 +343,19 @@ static void pair_pump(struct relay *r, struct pair *p)
 		p->rnext = r->ready;
 		r->ready = p;
 	}
+}
+
+/* Readiness news for fd idx of a pair: it may have data (or FIN, or an
+ * error to report) to read, or room to write into. */
+static void pair_event(struct relay *r, struct pair *p, int idx, uint32_t ev)
+{
+	if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+		p->dir[idx].src_ready = true;
+	if (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+		p->dir[idx].fin_seen = true;
+	if (ev & (EPOLLOUT | EPOLLHUP | EPOLLERR))
+		p->dir[1 - idx].dst_blocked = false;
+	pair_pump(r, p);
 }
 
 static int pair_start(struct relay *r, int cfd, int bfd)
@@ -606,7 +661,7 @@ static void *relay_thread(void *arg)
 			} else {
 				struct side *s = evs[i].data.ptr;
 				if (!s->p->dead)
-					pair_pump(r, s->p);
+					pair_event(r, s->p, s->idx, evs[i].events);
 			}
 		}
 		run_ready(r);
