@@ -137,4 +137,15 @@ check "sysbench --skip_trx=on: the replicas' Com_select grow" \
 
 check "proxy process still running" kill -0 "$PROXY_PID"
 grep -i "assert\|sanitizer" "$T/proxy.log" && check "no sanitizer report" false
+kill -TERM "$PROXY_PID" && wait "$PROXY_PID"
+
+# --- the same engine inside mysteerd, following the controller's topology ---
+if itest_daemon_start "$T/mysteer.conf"; then
+	wait_until 15 bash -c "[ \"\$(mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp -N -B -e 'SELECT @@port' 2>/dev/null)\" != '' ]" >/dev/null
+	check_eq "mysteerd serves 6450: a write reaches the writer" "" "$(p "INSERT INTO t.k (v) VALUES ('daemon')" 2>&1)"
+	port_of_read=$(p "SELECT @@port")
+	check "mysteerd serves 6450: a read runs on a replica" [ "$port_of_read" = $P2 -o "$port_of_read" = $P3 ]
+else
+	check "mysteerd started" false
+fi
 itest_done

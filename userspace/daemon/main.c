@@ -24,6 +24,7 @@
 #include "config/state.h"
 #include "daemon/service.h"
 #include "maps/maps.h"
+#include "proxy/proxy.h"
 #include "relay/lookup.h"
 #include "topo/controller.h"
 
@@ -35,6 +36,7 @@
 static const struct service_ops *const services[] = {
     &steer_service,
     &lookup_service,
+    &proxy_service,
 };
 #define NSERVICES (sizeof(services) / sizeof(services[0]))
 

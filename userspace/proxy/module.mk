@@ -25,3 +25,6 @@ $(BUILD)/tests/proxy_run: $(BUILD)/obj/tests/integration/proxy_run.o $(PROXY_OBJ
 			  $(CLASSIFY_OBJS) $(CONFIG_OBJS) $(COMMON_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+DAEMON_OBJS += $(PROXY_OBJS) $(CLASSIFY_OBJS)
+INTEG_TESTS += tests/integration/proxy.sh
