@@ -1334,7 +1334,7 @@ static void finish_stmt(struct ps *s, enum cls_token *tok, enum cls_reason *reas
  * full parser decides. When it does decide, the result is the one the full
  * parser gives: the unit tests and the fuzzer compare both.
  */
-#define SEL_VEC_MAX 512 /* longest SELECT for fast_body_select_vec */
+#define SEL_VEC_MAX 8192 /* longest SELECT for fast_body_select_vec */
 
 enum fc { F_OTHER = 0, F_SPACE, F_WORD, F_QUOTE, F_LP, F_DOT, F_DASH, F_SLASH, F_BAIL };
 
