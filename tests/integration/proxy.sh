@@ -86,6 +86,13 @@ sed 's/^/# /' "$T/bigread.err"
 want=$(python3 -c "import hashlib; print(hashlib.md5(b'x' * (64 << 20) + b'\n').hexdigest())")
 check_eq "a 64 MB row read through the proxy arrives whole" "$want" "$sum"
 
+# --- prepared statements (libmysqlclient) -----------------------------------
+"$ITEST_BUILD/tests/proxy_ps" $PP 2>"$T/ps.err" | tee "$T/ps.out" | grep -v '^ok' 
+ITEST_PASSED=$((ITEST_PASSED + $(grep -c '^ok' "$T/ps.out")))
+ITEST_FAILED=$((ITEST_FAILED + $(grep -c '^not ok' "$T/ps.out")))
+check "proxy_ps ran to the end" grep -q "usable after the closes" "$T/ps.out"
+[ -s "$T/ps.err" ] && sed 's/^/# /' "$T/ps.err"
+
 # --- hostile clients --------------------------------------------------------
 python3 - "$PP" <<'PY' >"$T/hostile.out" 2>&1
 import socket, sys, time, os
@@ -120,19 +127,20 @@ $SB --mysql-port=$P1 oltp_read_write prepare >"$T/sb-prepare.log" 2>&1
 sleep 1
 # Deadlocks (1213) are part of oltp_read_write's workload, also direct: sysbench
 # retries them ("ignored errors"); any other error is fatal and fails the run.
-for test in oltp_read_only oltp_read_write; do
-	$SB --mysql-port=$PP --db-ps-mode=disable --threads=4 --time=5 $test run >"$T/sb-$test.log" 2>&1
+for mode_test in disable:oltp_read_only disable:oltp_read_write auto:oltp_read_only auto:oltp_read_write; do
+	mode=${mode_test%%:*} test=${mode_test#*:}
+	$SB --mysql-port=$PP --db-ps-mode=$mode --threads=4 --time=5 $test run >"$T/sb-$test.log" 2>&1
 	rc=$?
 	errs=$(awk '/ignored errors:/ {print $3}' "$T/sb-$test.log")
 	qps=$(awk '/queries:/ {gsub(/\(/, "", $3); print $3}' "$T/sb-$test.log")
-	measured "sysbench $test ps-mode=disable through 6450: $qps qps, ${errs:-?} ignored (deadlock) errors"
+	measured "sysbench $test ps-mode=$mode through 6450: $qps qps, ${errs:-?} ignored (deadlock) errors"
 	grep -q FATAL "$T/sb-$test.log" && rc=99
-	check "sysbench $test (--db-ps-mode=disable) through 6450: no error" [ $rc -eq 0 -a -n "$errs" ]
+	check "sysbench $test (--db-ps-mode=$mode) through 6450: no error" [ $rc -eq 0 -a -n "$errs" ]
 	[ $rc -ne 0 ] && tail -n 5 "$T/sb-$test.log"
 done
 s2=$(com $P2 Com_select) s3=$(com $P3 Com_select)
-$SB --mysql-port=$PP --db-ps-mode=disable --skip_trx=on --threads=8 --time=3 oltp_read_only run >"$T/sb-skiptrx.log" 2>&1
-check "sysbench --skip_trx=on: the replicas' Com_select grow" \
+$SB --mysql-port=$PP --db-ps-mode=auto --skip_trx=on --threads=8 --time=3 oltp_read_only run >"$T/sb-skiptrx.log" 2>&1
+check "sysbench --skip_trx=on (ps-mode=auto): the replicas' Com_select grow" \
 	[ $(($(com $P2 Com_select) - s2)) -gt 100 -a $(($(com $P3 Com_select) - s3)) -gt 100 ]
 
 check "proxy process still running" kill -0 "$PROXY_PID"

@@ -58,6 +58,26 @@ struct hist {
 	size_t n;
 };
 
+/*
+ * A client's prepared statement. The client sees our id; each backend
+ * connection that ran it has its own, valid while that connection (its
+ * serial) lives: slot 0 is the session's writer connection, 1 its reader.
+ */
+struct pstmt {
+	uint32_t id;
+	uint8_t *sql;
+	size_t len;
+	enum cls_token tok;
+	uint32_t flags;
+	uint16_t nparams;
+	uint64_t serial[2];
+	uint32_t xid[2];
+	bool types_sent[2];
+	uint8_t *types;      /* 2 * nparams bytes from the last EXECUTE that bound them */
+	struct buf longdata; /* SEND_LONG_DATA payloads, each led by its 4-byte length */
+	struct pstmt *next;
+};
+
 enum cstate { C_HANDSHAKE, C_SWITCH, C_IDLE, C_BUSY };
 enum bstate { B_CONNECTING, B_HANDSHAKE, B_AUTH, B_READY };
 
@@ -95,7 +115,10 @@ struct client {
 	bool cur_hist;          /* the command in flight is the last history entry */
 	bool in_process;        /* client_process() is running: no nesting */
 	struct bconn *trx_conn; /* the reader of a READ ONLY transaction */
-	uint32_t events;        /* epoll interest now */
+	struct pstmt *stmts, *cur_ps;
+	uint32_t next_stmt_id;
+	struct buf scratch; /* the rewritten EXECUTE */
+	uint32_t events;    /* epoll interest now */
 	bool closing;
 	bool dead; /* freed at the end of the event batch */
 	struct client *next_dead;
@@ -113,8 +136,10 @@ struct bconn {
 	struct buf in, out;
 	struct buf lout; /* login packets: go before out, which waits for B_READY */
 	size_t hist_applied;
-	int internal;  /* replayed commands whose answers are discarded */
-	bool awaiting; /* the client's command is sent, its answer not finished */
+	uint64_t serial;       /* unique in the worker: statement ids are per connection */
+	struct pstmt *prep_ps; /* the last internal command is a PREPARE of this */
+	int internal;          /* replayed commands whose answers are discarded */
+	bool awaiting;         /* the client's command is sent, its answer not finished */
 	struct resp_tracker rt;
 	uint32_t frag_left; /* payload bytes of the current fragment to pass on */
 	bool frag_drop;
@@ -153,6 +178,7 @@ struct worker {
 	struct bconn *dead_bconns;
 	volatile bool stop;
 	unsigned rnd;
+	uint64_t next_serial;
 	uint64_t last_sweep;
 };
 
@@ -274,6 +300,71 @@ static const struct user_entry *find_user(const struct proxy_engine *e, const ch
 	return NULL;
 }
 
+/* ---- prepared statements ---- */
+
+static uint32_t get_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+	p[0] = v & 0xff;
+	p[1] = (v >> 8) & 0xff;
+	p[2] = (v >> 16) & 0xff;
+	p[3] = (v >> 24) & 0xff;
+}
+
+static struct pstmt *ps_find(struct client *c, uint32_t id)
+{
+	for (struct pstmt *ps = c->stmts; ps; ps = ps->next)
+		if (ps->id == id)
+			return ps;
+	return NULL;
+}
+
+static void ps_free(struct client *c, struct pstmt *ps)
+{
+	for (struct pstmt **pp = &c->stmts; *pp; pp = &(*pp)->next) {
+		if (*pp == ps) {
+			*pp = ps->next;
+			break;
+		}
+	}
+	if (c->cur_ps == ps)
+		c->cur_ps = NULL;
+	free(ps->sql);
+	free(ps->types);
+	buf_free(&ps->longdata);
+	free(ps);
+}
+
+static struct pstmt *ps_new(struct client *c, const uint8_t *sql, size_t len)
+{
+	struct pstmt *ps = calloc(1, sizeof(*ps));
+
+	if (!ps || !(ps->sql = malloc(len ? len : 1))) {
+		free(ps);
+		return NULL;
+	}
+	memcpy(ps->sql, sql, len);
+	ps->len = len;
+	ps->id = ++c->next_stmt_id;
+	ps->next = c->stmts;
+	c->stmts = ps;
+	return ps;
+}
+
+static int ps_slot(const struct bconn *b)
+{
+	return b->writer ? 0 : 1;
+}
+
+static bool ps_ready_on(const struct pstmt *ps, const struct bconn *b)
+{
+	return ps->serial[ps_slot(b)] == b->serial && ps->xid[ps_slot(b)] != 0;
+}
+
 /* ---- object lifetime ---- */
 
 /* Objects are unlinked and closed at once but freed after the event batch, so
@@ -350,6 +441,9 @@ static void reap(struct worker *w)
 		w->dead_clients = c->next_dead;
 		hist_clear(c);
 		free(c->hist);
+		while (c->stmts)
+			ps_free(c, c->stmts);
+		buf_free(&c->scratch);
 		buf_free(&c->in);
 		buf_free(&c->out);
 		buf_free(&c->cmd);
@@ -618,6 +712,32 @@ static void bconn_auth_reply(struct bconn *b, const uint8_t *p, size_t n, uint8_
 
 static void on_answer_done(struct client *c, struct bconn *b);
 
+/* The kind of the next answer a backend connection will send. */
+static enum resp_kind next_kind(const struct bconn *b)
+{
+	if (b->internal == 0)
+		return b->c->cur_kind;
+	return b->internal == 1 && b->prep_ps ? RESP_PREPARE : RESP_GENERIC;
+}
+
+/* The first packet of a PREPARE's answer names the backend's statement id:
+ * remember it, and show the client its own id. */
+static void prepare_ok(struct bconn *b, uint8_t *payload, size_t n)
+{
+	struct client *c = b->c;
+	struct pstmt *ps = b->frag_drop ? b->prep_ps : c->cur_ps;
+
+	if (!ps || n < 5 || payload[0] != 0x00)
+		return;
+	ps->serial[ps_slot(b)] = b->serial;
+	ps->xid[ps_slot(b)] = b->rt.stmt_id;
+	ps->types_sent[ps_slot(b)] = false;
+	if (!b->frag_drop) {
+		ps->nparams = b->rt.prep_params;
+		put_le32(payload + 1, ps->id);
+	}
+}
+
 /* Passes a piece of the answer on, or drops it for a replayed command. */
 static void forward(struct bconn *b, const uint8_t *p, size_t n)
 {
@@ -663,11 +783,14 @@ static void bconn_answers(struct bconn *b)
 			break;
 		}
 		b->frag_drop = b->internal > 0;
+		bool first = b->rt.state == RS_FIRST && !b->rt.in_frag;
 		st = resp_feed(&b->rt, p + PKT_HDR, take, f.len);
 		if (st == RS_ERROR) {
 			bconn_fail(b, "malformed answer");
 			return;
 		}
+		if (first && b->rt.kind == RESP_PREPARE)
+			prepare_ok(b, p + PKT_HDR, take);
 		forward(b, p, PKT_HDR + take);
 		buf_consume(&b->in, PKT_HDR + take);
 		b->frag_left = f.len - (uint32_t)take;
@@ -676,8 +799,10 @@ static void bconn_answers(struct bconn *b)
 		if (b->internal > 0) {
 			if (b->rt.saw_err)
 				log_warn("proxy: replaying session state on %s failed", b->name);
+			if (b->internal == 1)
+				b->prep_ps = NULL;
 			b->internal--;
-			resp_init(&b->rt, b->internal > 0 ? RESP_GENERIC : c->cur_kind, b->caps);
+			resp_init(&b->rt, next_kind(b), b->caps);
 			continue;
 		}
 		b->awaiting = false;
@@ -719,6 +844,11 @@ static void on_answer_done(struct client *c, struct bconn *b)
 		free(c->hist[--c->nhist].p);
 		b->hist_applied = c->nhist;
 	}
+	if (c->cur_ps && c->cur_kind == RESP_PREPARE && !ok)
+		ps_free(c, c->cur_ps);
+	else if (c->cur_ps)
+		buf_consume(&c->cur_ps->longdata, buf_used(&c->cur_ps->longdata));
+	c->cur_ps = NULL;
 	c->last = b;
 	c->cur_hist = false;
 	cmd_done(c);
@@ -816,6 +946,7 @@ static struct bconn *bconn_open(struct client *c, const struct topo_backend *be,
 		return NULL;
 	b->type = EV_BACKEND;
 	b->w = c->w;
+	b->serial = ++c->w->next_serial;
 	b->c = c;
 	b->writer = writer;
 	b->backend_id = be->id;
@@ -946,22 +1077,104 @@ static struct bconn *get_reader(struct client *c, const struct topology *t, char
 	return get_writer(c, t, msg, cap); /* no live reader: the writer stands in */
 }
 
+/*
+ * Builds in c->scratch the EXECUTE for this connection: its statement id
+ * (0xffffffff, MariaDB's "the statement just prepared", when the PREPARE is
+ * sent in the same batch), no cursor (not supported: rows are streamed), and
+ * the parameter types when this connection has not had them yet.
+ */
+static int build_execute(struct client *c, struct bconn *b, uint32_t xid, const uint8_t **out,
+                         size_t *outlen)
+{
+	struct pstmt *ps = c->cur_ps;
+	const uint8_t *p = c->cmd.d + c->cmd.off;
+	size_t n = buf_used(&c->cmd), nb = ((size_t)ps->nparams + 7) / 8, off = 10 + nb;
+	bool insert_types = false;
+
+	buf_consume(&c->scratch, buf_used(&c->scratch));
+	if (ps->nparams > 0 && n > off && p[off] == 0 && ps->types && !ps->types_sent[ps_slot(b)])
+		insert_types = true;
+	if (insert_types) {
+		uint8_t one = 1;
+		if (buf_append(&c->scratch, p, off) < 0 || buf_append(&c->scratch, &one, 1) < 0 ||
+		    buf_append(&c->scratch, ps->types, 2u * ps->nparams) < 0 ||
+		    buf_append(&c->scratch, p + off + 1, n - off - 1) < 0)
+			return -1;
+	} else if (buf_append(&c->scratch, p, n) < 0) {
+		return -1;
+	}
+	if (ps->nparams > 0 && n > off && (p[off] == 1 || insert_types))
+		ps->types_sent[ps_slot(b)] = true;
+	put_le32(c->scratch.d + c->scratch.off + 1, xid);
+	c->scratch.d[c->scratch.off + 5] = 0; /* CURSOR_TYPE_NO_CURSOR */
+	*out = c->scratch.d + c->scratch.off;
+	*outlen = buf_used(&c->scratch);
+	return 0;
+}
+
+/* Queues what an EXECUTE needs before it on this connection: a PREPARE when
+ * the statement is not prepared there, and the long data. Sets *xid. */
+static int queue_ps_prereqs(struct client *c, struct bconn *b, uint32_t *xid)
+{
+	struct pstmt *ps = c->cur_ps;
+	uint8_t hdr[7];
+
+	if (ps_ready_on(ps, b)) {
+		*xid = ps->xid[ps_slot(b)];
+	} else {
+		*xid = 0xffffffffu;
+		hdr[0] = COM_STMT_PREPARE;
+		if (buf_reserve(&b->out, PKT_HDR + 1 + ps->len) < 0)
+			return -1;
+		/* payload = command byte + SQL, framed without a copy of the SQL first */
+		uint8_t *tmp = malloc(ps->len + 1);
+		if (!tmp)
+			return -1;
+		tmp[0] = hdr[0];
+		memcpy(tmp + 1, ps->sql, ps->len);
+		int r = buf_put_packet(&b->out, 0, tmp, ps->len + 1);
+		free(tmp);
+		if (r < 0)
+			return -1;
+		b->internal++;
+		b->prep_ps = ps;
+		ps->types_sent[ps_slot(b)] = false;
+	}
+	for (size_t off = ps->longdata.off; off + 4 <= ps->longdata.len;) {
+		uint32_t len = get_le32(ps->longdata.d + off);
+		uint8_t *pl = ps->longdata.d + off + 4;
+		put_le32(pl + 1, *xid);
+		if (buf_put_packet(&b->out, 0, pl, len) < 0)
+			return -1;
+		off += 4 + len;
+	}
+	return 0;
+}
+
 /* Queues the session history this connection has not seen, then the command. */
 static int send_cmd(struct client *c, struct bconn *b)
 {
 	size_t upto = c->cur_hist ? c->nhist - 1 : c->nhist;
+	const uint8_t *p = c->cmd.d + c->cmd.off;
+	size_t n = buf_used(&c->cmd);
+	uint32_t xid;
 
+	b->prep_ps = NULL;
 	while (b->hist_applied < upto) {
 		struct hist *h = &c->hist[b->hist_applied++];
 		if (buf_put_packet(&b->out, 0, h->p, h->n) < 0)
 			return -1;
 		b->internal++;
 	}
-	if (buf_put_packet(&b->out, 0, c->cmd.d + c->cmd.off, buf_used(&c->cmd)) < 0)
+	if (c->cur_ps && p[0] == COM_STMT_EXECUTE) {
+		if (queue_ps_prereqs(c, b, &xid) < 0 || build_execute(c, b, xid, &p, &n) < 0)
+			return -1;
+	}
+	if (buf_put_packet(&b->out, 0, p, n) < 0)
 		return -1;
 	if (c->cur_hist)
 		b->hist_applied = c->nhist;
-	resp_init(&b->rt, b->internal > 0 ? RESP_GENERIC : c->cur_kind, b->caps);
+	resp_init(&b->rt, next_kind(b), b->caps);
 	b->awaiting = true;
 	b->frag_left = 0;
 	c->cur = b;
@@ -1027,34 +1240,36 @@ static int hist_add(struct client *c, const uint8_t *p, size_t n)
 }
 
 /* Sets c->route (and the session flags) for a COM_QUERY. */
-static void decide_query(struct client *c, const uint8_t *sql, size_t len)
+static void classify(struct client *c, const uint8_t *sql, size_t len, struct cls_result *res)
 {
 	struct cls_options opt = {.current_db = c->db, .current_db_len = strlen(c->db)};
-	struct cls_result res;
+
+	cls_classify(&opt, (const char *)sql, len, res);
+}
+
+/* Sets c->route (and the session flags) for a statement of this class. A
+ * prepared statement (is_ps) cannot be replayed from the history: a session
+ * statement run that way pins the session instead. */
+static void decide(struct client *c, enum cls_token tok, uint32_t flags, bool is_ps)
+{
 	struct proxy_engine *e = c->w->e;
 
-	cls_classify(&opt, (const char *)sql, len, &res);
 	c->cur_write = false;
-	if (res.flags & (CLS_F_TEMP_TABLE | CLS_F_NAMED_LOCK | CLS_F_USER_VAR_WRITE)) {
+	if (flags & (CLS_F_TEMP_TABLE | CLS_F_NAMED_LOCK | CLS_F_USER_VAR_WRITE)) {
 		if (!c->pin_writer)
 			log_debug("proxy: session of %s stays on the writer from now on", c->user);
 		c->pin_writer = true;
 	}
-	if ((res.flags & CLS_F_USE) && res.db_len < sizeof(c->db) &&
-	    (size_t)res.db_off + res.db_len <= len) {
-		memcpy(c->db, sql + res.db_off, res.db_len);
-		c->db[res.db_len] = 0;
-	}
 	c->route = R_WRITER;
-	switch (res.token) {
+	switch (tok) {
 	case CLS_SESSION:
-		if (res.flags & CLS_F_UNREPLAYABLE) {
+		if ((flags & CLS_F_UNREPLAYABLE) || is_ps) {
 			log_debug("proxy: a SET the proxy cannot replay pins %s to the writer",
 			          c->user);
 			c->pin_writer = true;
 			return;
 		}
-		if ((res.flags & CLS_F_SET_TRANSACTION) && !c->ro_trans)
+		if ((flags & CLS_F_SET_TRANSACTION) && !c->ro_trans)
 			return; /* applies to the next transaction: the writer's */
 		if (hist_add(c, c->cmd.d + c->cmd.off, buf_used(&c->cmd)) < 0)
 			c->closing = true;
@@ -1085,23 +1300,140 @@ static void decide_query(struct client *c, const uint8_t *sql, size_t len)
 		c->route = R_TRX;
 		return;
 	}
-	if ((res.flags & CLS_F_PREV_STATE) && c->last) {
+	if ((flags & CLS_F_PREV_STATE) && c->last) {
 		c->route = R_LAST;
 		return;
 	}
-	if (c->in_trans || c->autocommit_off || c->pin_writer || (res.flags & CLS_F_HINT_WRITER) ||
+	if (c->in_trans || c->autocommit_off || c->pin_writer || (flags & CLS_F_HINT_WRITER) ||
 	    (e->ryw_mode != RYW_OFF && now_ms() < c->ryw_until_ms))
 		return;
 	c->route = R_READER;
 }
 
+static void decide_query(struct client *c, const uint8_t *sql, size_t len)
+{
+	struct cls_result res;
+
+	classify(c, sql, len, &res);
+	if ((res.flags & CLS_F_USE) && res.db_len < sizeof(c->db) &&
+	    (size_t)res.db_off + res.db_len <= len) {
+		memcpy(c->db, sql + res.db_off, res.db_len);
+		c->db[res.db_len] = 0;
+	}
+	decide(c, res.token, res.flags, false);
+}
+
 /* ---- client commands ---- */
+
+static void unknown_stmt(struct client *c, uint32_t id, const char *cmd)
+{
+	char msg[128];
+
+	snprintf(msg, sizeof(msg), "Unknown prepared statement handler (%u) given to %s", id, cmd);
+	client_err(c, 1, 1243, "HY000", msg);
+}
+
+static int cmd_prepare(struct client *c, const uint8_t *p, size_t n)
+{
+	struct cls_result res;
+	struct pstmt *ps = ps_new(c, p + 1, n - 1);
+
+	if (!ps) {
+		c->closing = true;
+		return -1;
+	}
+	classify(c, p + 1, n - 1, &res);
+	ps->tok = res.token;
+	ps->flags = res.flags;
+	c->cur_ps = ps;
+	c->cur_kind = RESP_PREPARE;
+	/* Prepared where it will most likely run; other backends prepare lazily. */
+	c->route = res.token == CLS_READ && !c->in_trans && !c->autocommit_off && !c->pin_writer
+	               ? R_READER
+	               : R_WRITER;
+	if (c->ro_trans)
+		c->route = R_TRX;
+	return 0;
+}
+
+static int cmd_execute(struct client *c, const uint8_t *p, size_t n)
+{
+	struct pstmt *ps = n >= 10 ? ps_find(c, get_le32(p + 1)) : NULL;
+	size_t off;
+
+	if (!ps) {
+		unknown_stmt(c, n >= 5 ? get_le32(p + 1) : 0, "mysqld_stmt_execute");
+		return -1;
+	}
+	off = 10 + ((size_t)ps->nparams + 7) / 8;
+	if (ps->nparams > 0 && n > off && p[off] == 1) {
+		if (n < off + 1 + 2u * ps->nparams) {
+			client_err(c, 1, 1210, "HY000",
+			           "Incorrect arguments to mysqld_stmt_execute");
+			return -1;
+		}
+		if (!ps->types && !(ps->types = malloc(2u * ps->nparams))) {
+			c->closing = true;
+			return -1;
+		}
+		memcpy(ps->types, p + off + 1, 2u * ps->nparams);
+	}
+	c->cur_ps = ps;
+	decide(c, ps->tok, ps->flags, true);
+	return 0;
+}
+
+static void cmd_long_data(struct client *c, const uint8_t *p, size_t n)
+{
+	struct pstmt *ps = n >= 7 ? ps_find(c, get_le32(p + 1)) : NULL;
+	uint8_t len[4];
+
+	if (!ps)
+		return; /* the server answers nothing either; EXECUTE will fail */
+	put_le32(len, (uint32_t)n);
+	if (buf_append(&ps->longdata, len, 4) < 0 || buf_append(&ps->longdata, p, n) < 0)
+		c->closing = true;
+}
+
+static void cmd_stmt_close(struct client *c, const uint8_t *p, size_t n)
+{
+	struct pstmt *ps = n >= 5 ? ps_find(c, get_le32(p + 1)) : NULL;
+	struct bconn *conns[2] = {c->wconn, c->rconn};
+	uint8_t pkt[5] = {COM_STMT_CLOSE};
+
+	if (!ps)
+		return;
+	for (int i = 0; i < 2; i++) {
+		struct bconn *b = conns[i];
+		if (!b || !ps_ready_on(ps, b))
+			continue;
+		put_le32(pkt + 1, ps->xid[ps_slot(b)]);
+		if (buf_put_packet(&b->out, 0, pkt, sizeof(pkt)) < 0 || bconn_flush(b) < 0)
+			bconn_fail(b, "write failed");
+	}
+	ps_free(c, ps);
+}
+
+static void cmd_stmt_reset(struct client *c, const uint8_t *p, size_t n)
+{
+	struct pstmt *ps = n >= 5 ? ps_find(c, get_le32(p + 1)) : NULL;
+
+	if (!ps) {
+		unknown_stmt(c, n >= 5 ? get_le32(p + 1) : 0, "mysqld_stmt_reset");
+		return;
+	}
+	/* Long data lives here until EXECUTE, and cursors are never opened:
+	 * nothing on a backend needs resetting. */
+	buf_consume(&ps->longdata, buf_used(&ps->longdata));
+	client_ok(c, 1);
+}
 
 static void client_command(struct client *c, const uint8_t *p, size_t n)
 {
 	buf_consume(&c->cmd, buf_used(&c->cmd));
 	c->cur_hist = false;
 	c->cur_write = false;
+	c->cur_ps = NULL;
 	c->route = R_LAST;
 	c->cur_kind = RESP_GENERIC;
 	if (n == 0) {
@@ -1152,15 +1484,25 @@ static void client_command(struct client *c, const uint8_t *p, size_t n)
 		snprintf(c->db, sizeof(c->db), "%s", c->db0);
 		client_ok(c, 1);
 		return;
-	case COM_STMT_CLOSE:
-	case COM_STMT_SEND_LONG_DATA:
-		return; /* no answer is expected */
 	case COM_STMT_PREPARE:
+		if (cmd_prepare(c, p, n) < 0)
+			return;
+		break;
 	case COM_STMT_EXECUTE:
+		if (cmd_execute(c, p, n) < 0)
+			return;
+		break;
+	case COM_STMT_SEND_LONG_DATA:
+		cmd_long_data(c, p, n);
+		return; /* no answer is expected */
+	case COM_STMT_CLOSE:
+		cmd_stmt_close(c, p, n);
+		return; /* no answer is expected */
 	case COM_STMT_RESET:
+		cmd_stmt_reset(c, p, n);
+		return;
 	case COM_STMT_FETCH:
-		client_err(c, 1, 1295, "HY000",
-		           "mysteer: prepared statements are not supported on 6450 yet");
+		client_err(c, 1, 1295, "HY000", "mysteer: cursors are not supported on 6450");
 		return;
 	default:
 		client_err(c, 1, 1047, "08S01", "Unknown command");

@@ -28,3 +28,9 @@ $(BUILD)/tests/proxy_run: $(BUILD)/obj/tests/integration/proxy_run.o $(PROXY_OBJ
 
 DAEMON_OBJS += $(PROXY_OBJS) $(CLASSIFY_OBJS)
 INTEG_TESTS += tests/integration/proxy.sh
+
+# proxy_ps: a libmysqlclient test client for prepared statements through 6450.
+BINS += $(BUILD)/tests/proxy_ps
+$(BUILD)/tests/proxy_ps: $(BUILD)/obj/tests/integration/proxy_ps.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)

@@ -1,0 +1,149 @@
+/*
+ * proxy_ps.c - prepared statements through the 6450 proxy with
+ * libmysqlclient: NULL parameters, long data sent in pieces, the statement
+ * run on a second backend (prepared there lazily, with the parameter types
+ * the client sent only once), and statements driving a transaction.
+ * Prints TAP-ish lines; exit 1 on any failure.
+ *
+ *   proxy_ps PORT
+ */
+#include <mysql.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int failed;
+
+static void check(int ok, const char *what)
+{
+	printf("%s - ps: %s\n", ok ? "ok" : "not ok", what);
+	if (!ok)
+		failed = 1;
+}
+
+static MYSQL_STMT *prep(MYSQL *m, const char *sql)
+{
+	MYSQL_STMT *s = mysql_stmt_init(m);
+
+	if (!s || mysql_stmt_prepare(s, sql, strlen(sql))) {
+		fprintf(stderr, "prepare %s: %s\n", sql, s ? mysql_stmt_error(s) : "init");
+		return NULL;
+	}
+	return s;
+}
+
+/* Runs "SELECT ? + 1, @@port" with x; returns the sum, port in *port. */
+static long long plus_one(MYSQL_STMT *s, long long x, int *port)
+{
+	MYSQL_BIND in = {0}, out[2];
+	long long r = -1;
+	int p = 0;
+
+	in.buffer_type = MYSQL_TYPE_LONGLONG;
+	in.buffer = &x;
+	memset(out, 0, sizeof(out));
+	out[0].buffer_type = MYSQL_TYPE_LONGLONG;
+	out[0].buffer = &r;
+	out[1].buffer_type = MYSQL_TYPE_LONG;
+	out[1].buffer = &p;
+	if (mysql_stmt_bind_param(s, &in) || mysql_stmt_execute(s) ||
+	    mysql_stmt_bind_result(s, out) || mysql_stmt_fetch(s)) {
+		fprintf(stderr, "plus_one: %s\n", mysql_stmt_error(s));
+		return -1;
+	}
+	while (mysql_stmt_fetch(s) == 0)
+		;
+	mysql_stmt_free_result(s);
+	*port = p;
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	MYSQL *m = mysql_init(NULL);
+	unsigned int port = argc > 1 ? (unsigned)atoi(argv[1]) : 6450;
+	MYSQL_STMT *ins, *sel, *plus;
+	MYSQL_BIND b[3], r[3];
+	int id = 1, got_id = 0, p1 = 0, p2 = 0;
+	char chunk[100000], blob[400000];
+	unsigned long bloblen = 0;
+	my_bool isnull[3] = {0, 1, 0}, rnull[3] = {0};
+	long long a = 0;
+
+	if (!mysql_real_connect(m, "127.0.0.1", "app", "app", "t", port, NULL, 0)) {
+		printf("not ok - ps: connect: %s\n", mysql_error(m));
+		return 1;
+	}
+	if (mysql_query(m, "CREATE TABLE IF NOT EXISTS t.ps (id INT PRIMARY KEY, a INT NULL, "
+	                   "b LONGBLOB) ") ||
+	    mysql_query(m, "DELETE FROM t.ps")) {
+		printf("not ok - ps: setup: %s\n", mysql_error(m));
+		return 1;
+	}
+	ins = prep(m, "INSERT INTO t.ps (id, a, b) VALUES (?, ?, ?)");
+	check(ins != NULL, "INSERT prepared");
+	if (!ins)
+		return 1;
+	memset(b, 0, sizeof(b));
+	b[0].buffer_type = MYSQL_TYPE_LONG;
+	b[0].buffer = &id;
+	b[1].buffer_type = MYSQL_TYPE_LONGLONG;
+	b[1].buffer = &a;
+	b[1].is_null = &isnull[1];
+	b[2].buffer_type = MYSQL_TYPE_BLOB;
+	check(mysql_stmt_param_count(ins) == 3, "the client sees 3 parameters");
+	check(!mysql_stmt_bind_param(ins, b), "parameters bound");
+	for (int i = 0; i < 3; i++) {
+		memset(chunk, 'a' + i, sizeof(chunk));
+		if (mysql_stmt_send_long_data(ins, 2, chunk, sizeof(chunk)))
+			fprintf(stderr, "long data: %s\n", mysql_stmt_error(ins));
+	}
+	check(!mysql_stmt_execute(ins), "INSERT with a NULL and 300 KB of long data executed");
+	if (mysql_stmt_errno(ins))
+		fprintf(stderr, "execute: %s\n", mysql_stmt_error(ins));
+	check(mysql_stmt_affected_rows(ins) == 1, "one row inserted");
+
+	sel = prep(m, "SELECT /* mysteer:writer */ id, a, b FROM t.ps WHERE id = ?");
+	check(sel != NULL, "SELECT prepared");
+	if (!sel)
+		return 1;
+	memset(r, 0, sizeof(r));
+	r[0].buffer_type = MYSQL_TYPE_LONG;
+	r[0].buffer = &got_id;
+	r[1].buffer_type = MYSQL_TYPE_LONGLONG;
+	r[1].buffer = &a;
+	r[1].is_null = &rnull[1];
+	r[2].buffer_type = MYSQL_TYPE_BLOB;
+	r[2].buffer = blob;
+	r[2].buffer_length = sizeof(blob);
+	r[2].length = &bloblen;
+	if (mysql_stmt_bind_param(sel, b) || mysql_stmt_execute(sel) ||
+	    mysql_stmt_bind_result(sel, r) || mysql_stmt_fetch(sel))
+		fprintf(stderr, "select: %s\n", mysql_stmt_error(sel));
+	check(got_id == 1, "the row reads back");
+	check(rnull[1], "the NULL parameter stored NULL");
+	check(bloblen == 300000 && blob[0] == 'a' && blob[100000] == 'b' && blob[299999] == 'c',
+	      "the long data arrived whole and in order");
+	mysql_stmt_free_result(sel);
+
+	usleep(1200 * 1000); /* past the read-your-writes window of proxy.sh */
+	plus = prep(m, "SELECT ? + 1, @@port");
+	check(plus != NULL, "a read statement prepared");
+	if (!plus)
+		return 1;
+	check(plus_one(plus, 41, &p1) == 42, "executed where it was prepared");
+	/* In a transaction it runs on the writer: prepared there lazily, and the
+	 * client does not send the parameter types a second time. */
+	check(!mysql_query(m, "BEGIN"), "BEGIN");
+	check(plus_one(plus, 99, &p2) == 100, "executed on a second backend inside a transaction");
+	check(!mysql_query(m, "COMMIT"), "COMMIT");
+	printf("# ps: read statement ran on %d, then on %d in the transaction\n", p1, p2);
+	check(p1 != p2, "the two executions ran on different backends");
+	check(!mysql_stmt_close(plus) && !mysql_stmt_close(sel) && !mysql_stmt_close(ins),
+	      "statements closed");
+	check(!mysql_query(m, "SELECT 1") && mysql_store_result(m) != NULL,
+	      "the connection is usable after the closes");
+	mysql_close(m);
+	return failed;
+}
