@@ -37,7 +37,8 @@ lookup_links() {
 cli_sql() { # port query [extra mariadb args]
 	local port=$1 q=$2
 	shift 2
-	incli mariadb --no-defaults -h $RTR -P "$port" -u app -papp --connect-timeout=5 -N -B "$@" -e "$q"
+	incli mariadb --no-defaults -h $RTR -P "$port" -u app -papp \
+		--connect-timeout=5 -N -B "$@" -e "$q"
 }
 
 itest_sandbox_up
@@ -72,10 +73,12 @@ check "an unrelated port of the router is untouched (direct to db2)" \
 # old listener and the new one is taken within a probe interval or so.
 sb kill "$P3" >/dev/null
 sb start "$P3" >/dev/null
-ms=$(wait_until 15 test "$(cli_sql "$P3" 'SELECT 1' 2>/dev/null)" = 1)
+readers_are() { test "$(ctl_readers)" = "$1"; }
+ms=$(wait_until 30 readers_are "db2 db3")
+measured "db3 a reader again ${ms} ms after its restart"
 back() { out=$(incli "$PEER" count $RTR 6447 20) && echo "$out" | grep -q "^port $P3 "; }
 ms=$(wait_until 15 back)
-check "after db3 restarts, 6447 reaches its new listener (${ms} ms after it answered)" back
+check "after db3 restarts, 6447 reaches its new listener (${ms} ms after it was a reader again)" back
 
 # --- SIGKILL + restart in the middle of a stream of new connections: the
 # pinned link and the SOCKMAP (holding the servers' own sockets) go on.
@@ -133,6 +136,14 @@ check "relay: the 50 MB LOAD DATA LOCAL INFILE is intact" [ "$rc" = 0 -a "$loade
 acc=$(status_json | json_get "d['lookup']['relay_accepted']")
 check "status shows the relay's accepted connections ($acc)" [ "${acc:-0}" -ge 5 ]
 measured "relay mode $(status_json | json_get "d['lookup']['relay_mode']")"
+
+# --- no writer: the route's error listener answers through sk_lookup.
+sb kill "$P1" >/dev/null
+wait_until 10 test "$(ctl_writer)" = None >/dev/null
+out=$(cli_sql 6446 'SELECT @@port' 2>&1)
+echo "# $out" | head -2
+check "no writer: the client in the other netns gets the named MySQL error" \
+	grep -q 'mysteer: route rw has no writer' <<<"$out"
 
 itest_daemon_stop TERM
 check_eq "after the relay run's SIGTERM no sk_lookup link is left" 0 "$(lookup_links)"

@@ -213,6 +213,32 @@ START_TEST(sk_lookup_assigns_backend_and_error_listener)
 	ck_assert_int_eq(bpf_map_lookup_elem(map_fd(pin, MS_MAP_COUNTERS), &be, &cnt), 0);
 	ck_assert_uint_eq(cnt.steered, 1);
 
+	/* IPv6 clients reach a dual-stack [::] listener (as mariadbd's) too. */
+	struct sockaddr_storage w_addr;
+	int w = listen_on(AF_INET6, "::", &w_addr);
+	v = w;
+	ck_assert_int_eq(bpf_map_update_elem(sm, &be, &v, 0), 0);
+	struct sockaddr_in6 a6 = {
+	    .sin6_family = AF_INET6, .sin6_port = htons(port), .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+	c = socket(AF_INET6, SOCK_STREAM, 0);
+	ck_assert_int_eq(connect(c, (struct sockaddr *)&a6, sizeof(a6)), 0);
+	a = accept(w, NULL, NULL);
+	ck_assert_int_ge(a, 0);
+	close(a);
+	close(c);
+	c = connect_port(port); /* and IPv4 clients to the same socket */
+	ck_assert_int_ge(c, 0);
+	a = accept(w, NULL, NULL);
+	ck_assert_int_ge(a, 0);
+	close(a);
+	close(c);
+	close(w);
+	copy = handoff_take_listener((struct sockaddr *)&srv_addr);
+	ck_assert_int_ge(copy, 0);
+	v = copy;
+	ck_assert_int_eq(bpf_map_update_elem(sm, &be, &v, 0), 0);
+	close(copy);
+
 	/* The server dies: its entry leaves the map, and connections go to the
 	 * error listener instead of a reset. */
 	close(srv);
