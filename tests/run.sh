@@ -34,9 +34,13 @@ done
 for t in $fuzz; do
 	name=$(basename "$t")
 	echo "== fuzz $name ($fuzz_runs runs)"
-	corpus="tests/fuzz/seeds/${name#fuzz_}"
-	args=(-runs="$fuzz_runs" -max_len=4096 -rss_limit_mb=4096)
-	if [ -d "$corpus" ]; then args+=("$corpus"); fi
+	seeds="tests/fuzz/seeds/${name#fuzz_}"
+	# libFuzzer adds what it finds to the FIRST corpus dir: a scratch dir, so
+	# the committed seeds stay as they are.
+	scratch="$logdir/corpus-$name"
+	rm -rf "$scratch" && mkdir -p "$scratch"
+	args=(-runs="$fuzz_runs" -max_len=4096 -rss_limit_mb=4096 "$scratch")
+	if [ -d "$seeds" ]; then args+=("$seeds"); fi
 	"$t" "${args[@]}" >"$logdir/$name.log" 2>&1; rc=$?
 	tail -n 3 "$logdir/$name.log"
 	record "fuzz:$name" $rc
