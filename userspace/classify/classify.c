@@ -407,10 +407,12 @@ static inline __attribute__((always_inline)) void lex(struct lx *lx, struct tok 
 		t->type = T_OTHER;
 		lx->p = p + 1;
 		break;
-	case C_NUL:
+	case C_NUL: /* a run of them is one token: a NUL-filled buffer is cheap */
 		lx->nul = true;
 		t->type = T_OTHER;
-		lx->p = p + 1;
+		while (p < end && *p == 0)
+			p++;
+		lx->p = p;
 		break;
 	default: {
 		static const uint8_t single[] = {
