@@ -1376,6 +1376,7 @@ int main(void)
 	tcase_add_test(tc, routine_many);
 	tcase_add_test(tc, threads);
 	suite_add_tcase(s, tc);
+	tcase_set_timeout(tc, 60); /* the sanitizer build on a busy machine */
 	tcase_set_timeout(th, 60);
 	tcase_add_test(th, huge_string);
 	tcase_add_test(th, huge_in_list);
