@@ -15,10 +15,12 @@ itest_sandbox_up
 PROXY_RUN=$ITEST_BUILD/tests/proxy_run
 PP=6450
 ITEST_PROXY_EXTRA="handshake_timeout_ms = 1000
-read_your_writes = window
+read_your_writes = gtid
 read_your_writes_ms = 500
 workers = 2"
 itest_write_config "$T/mysteer.conf"
+ITEST_PROXY_EXTRA="read_your_writes = window
+read_your_writes_ms = 2000" itest_write_config "$T/window.conf"
 "$PROXY_RUN" -c "$T/mysteer.conf" -w db1 -r db2,db3 -t "$T/topo" >"$T/proxy.log" 2>&1 &
 PROXY_PID=$!
 ITEST_PIDS+=("$PROXY_PID")
@@ -66,8 +68,16 @@ out=$(p "CREATE TEMPORARY TABLE t.tmp1 (a INT); INSERT INTO t.tmp1 VALUES (7); S
 check_eq "a temporary table is usable right after it is created" 7 "$out"
 out=$(p "USE t; INSERT INTO k (v) VALUES ('lid'); SELECT LAST_INSERT_ID() = (SELECT MAX(id) FROM k WHERE v='lid')")
 check_eq "LAST_INSERT_ID() after an INSERT is that insert's id" 1 "$out"
-out=$(p "INSERT INTO t.k (v) VALUES ('ryw'); SELECT COUNT(*) FROM t.k WHERE v='ryw'")
-check_eq "read-your-writes (window): a read right after a write sees it" 1 "$out"
+r2=$(com $P2 Com_select) r3=$(com $P3 Com_select) seen=0 on_replica=0
+for i in $(seq 1 20); do
+	out=$(p "INSERT INTO t.k (v) VALUES ('ryw$i'); SELECT COUNT(*), @@port FROM t.k WHERE v='ryw$i'")
+	[ "${out%%	*}" = 1 ] && seen=$((seen + 1))
+	[ "${out##*	}" != $P1 ] && on_replica=$((on_replica + 1))
+done
+measured "read-your-writes (gtid): $seen/20 reads saw the write just made, $on_replica/20 on a replica"
+check_eq "read-your-writes (gtid): every read right after a write sees it" 20 "$seen"
+check "read-your-writes (gtid): those reads still run on replicas (after MASTER_GTID_WAIT)" \
+	[ "$on_replica" -ge 15 ]
 out=$(p "SET @x = 41; SELECT @x + 1")
 check_eq "a user variable set by SET is replayed" 42 "$out"
 out=$(sql $PP "SELECT DATABASE()" app app 127.0.0.1 2>&1; mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp -N -B t -e "SELECT DATABASE(), COUNT(*) > 0 FROM k")
@@ -148,11 +158,15 @@ grep -i "assert\|sanitizer" "$T/proxy.log" && check "no sanitizer report" false
 kill -TERM "$PROXY_PID" && wait "$PROXY_PID"
 
 # --- the same engine inside mysteerd, following the controller's topology ---
-if itest_daemon_start "$T/mysteer.conf"; then
+if itest_daemon_start "$T/window.conf"; then
 	wait_until 15 bash -c "[ \"\$(mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp -N -B -e 'SELECT @@port' 2>/dev/null)\" != '' ]" >/dev/null
 	check_eq "mysteerd serves 6450: a write reaches the writer" "" "$(p "INSERT INTO t.k (v) VALUES ('daemon')" 2>&1)"
 	port_of_read=$(p "SELECT @@port")
 	check "mysteerd serves 6450: a read runs on a replica" [ "$port_of_read" = $P2 -o "$port_of_read" = $P3 ]
+	out=$(p "INSERT INTO t.k (v) VALUES ('win'); SELECT COUNT(*) > 0, @@port FROM t.k WHERE v='win'")
+	check_eq "read-your-writes (window): a read right after a write runs on the writer" "1 $P1" "$(echo $out)"
+	out=$(p "INSERT INTO t.k (v) VALUES ('win2'); DO SLEEP(2.5); SELECT @@port")
+	check "read-your-writes (window): after the window, reads go to replicas again" [ "$out" != $P1 ]
 else
 	check "mysteerd started" false
 fi

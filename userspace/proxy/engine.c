@@ -116,6 +116,7 @@ struct client {
 	bool in_process;        /* client_process() is running: no nesting */
 	struct bconn *trx_conn; /* the reader of a READ ONLY transaction */
 	struct pstmt *stmts, *cur_ps;
+	char last_gtid[64]; /* of the session's last write, from the writer's OK */
 	uint32_t next_stmt_id;
 	struct buf scratch; /* the rewritten EXECUTE */
 	uint32_t events;    /* epoll interest now */
@@ -136,10 +137,13 @@ struct bconn {
 	struct buf in, out;
 	struct buf lout; /* login packets: go before out, which waits for B_READY */
 	size_t hist_applied;
-	uint64_t serial;       /* unique in the worker: statement ids are per connection */
-	struct pstmt *prep_ps; /* the last internal command is a PREPARE of this */
-	int internal;          /* replayed commands whose answers are discarded */
-	bool awaiting;         /* the client's command is sent, its answer not finished */
+	uint64_t serial;         /* unique in the worker: statement ids are per connection */
+	struct pstmt *prep_ps;   /* the last internal command is a PREPARE of this */
+	bool tracking_gtid;      /* last_gtid added to session_track_system_variables */
+	bool gtid_wait, gtid_ok; /* a MASTER_GTID_WAIT holds the client's command back */
+	char waited_gtid[64];    /* this replica is known to have applied it */
+	int internal;            /* replayed commands whose answers are discarded */
+	bool awaiting;           /* the client's command is sent, its answer not finished */
 	struct resp_tracker rt;
 	uint32_t frag_left; /* payload bytes of the current fragment to pass on */
 	bool frag_drop;
@@ -738,6 +742,36 @@ static void prepare_ok(struct bconn *b, uint8_t *payload, size_t n)
 	}
 }
 
+static int send_cmd(struct client *c, struct bconn *b);
+static void route_cmd(struct client *c);
+
+/* The replica caught up with the session's last write (the command goes on)
+ * or did not within read_your_writes_ms (the writer serves the read). */
+static void gtid_waited(struct client *c, struct bconn *b)
+{
+	b->gtid_wait = false;
+	c->cur = NULL;
+	if (b->gtid_ok) {
+		snprintf(b->waited_gtid, sizeof(b->waited_gtid), "%s", c->last_gtid);
+		if (send_cmd(c, b) < 0)
+			bconn_fail(b, "write failed");
+		return;
+	}
+	log_debug("proxy: reader %s did not reach GTID %s in time: the writer reads", b->name,
+	          c->last_gtid);
+	c->route = R_WRITER;
+	route_cmd(c);
+	if (c->dead)
+		return;
+	bconn_update(b);
+	if (c->st == C_IDLE) {
+		if (client_flush(c) < 0 || c->closing)
+			client_close(c);
+		else
+			client_process(c);
+	}
+}
+
 /* Passes a piece of the answer on, or drops it for a replayed command. */
 static void forward(struct bconn *b, const uint8_t *p, size_t n)
 {
@@ -769,7 +803,7 @@ static void bconn_answers(struct bconn *b)
 			b->frag_left -= (uint32_t)take;
 			continue;
 		}
-		if (!b->awaiting) {
+		if (!b->awaiting && b->internal == 0) {
 			bconn_fail(b, "unexpected data from the backend");
 			return;
 		}
@@ -784,6 +818,8 @@ static void bconn_answers(struct bconn *b)
 		}
 		b->frag_drop = b->internal > 0;
 		bool first = b->rt.state == RS_FIRST && !b->rt.in_frag;
+		enum resp_state before = b->rt.state;
+		b->rt.last_ok.state = NULL;
 		st = resp_feed(&b->rt, p + PKT_HDR, take, f.len);
 		if (st == RS_ERROR) {
 			bconn_fail(b, "malformed answer");
@@ -791,6 +827,11 @@ static void bconn_answers(struct bconn *b)
 		}
 		if (first && b->rt.kind == RESP_PREPARE)
 			prepare_ok(b, p + PKT_HDR, take);
+		if (b->writer && b->rt.last_ok.state &&
+		    ok_find_last_gtid(&b->rt.last_ok, c->last_gtid, sizeof(c->last_gtid)) < 0)
+			c->last_gtid[0] = 0;
+		if (b->gtid_wait && before == RS_ROWS && st == RS_ROWS && take >= 2)
+			b->gtid_ok = p[PKT_HDR] == 1 && p[PKT_HDR + 1] == '0';
 		forward(b, p, PKT_HDR + take);
 		buf_consume(&b->in, PKT_HDR + take);
 		b->frag_left = f.len - (uint32_t)take;
@@ -803,6 +844,10 @@ static void bconn_answers(struct bconn *b)
 				b->prep_ps = NULL;
 			b->internal--;
 			resp_init(&b->rt, next_kind(b), b->caps);
+			if (b->gtid_wait && b->internal == 0) {
+				gtid_waited(c, b);
+				return;
+			}
 			continue;
 		}
 		b->awaiting = false;
@@ -1151,6 +1196,63 @@ static int queue_ps_prereqs(struct client *c, struct bconn *b, uint32_t *xid)
 	return 0;
 }
 
+static bool gtid_text_ok(const char *g)
+{
+	if (!*g)
+		return false;
+	for (; *g; g++)
+		if (!((*g >= '0' && *g <= '9') || *g == '-' || *g == ','))
+			return false;
+	return true;
+}
+
+static int queue_query(struct bconn *b, const char *sql)
+{
+	char q[256];
+	int n = snprintf(q, sizeof(q), "%c%s", COM_QUERY, sql);
+
+	if (n < 0 || (size_t)n >= sizeof(q) ||
+	    buf_put_packet(&b->out, 0, (uint8_t *)q, (size_t)n) < 0)
+		return -1;
+	b->internal++;
+	return 0;
+}
+
+/*
+ * read_your_writes = gtid: writer connections report last_gtid in their OK
+ * packets; a read on a replica first waits there for the session's last
+ * GTID. Returns 1 when a wait was queued and the command is held back, 0 to
+ * go on, -1 on error.
+ */
+static int gtid_prologue(struct client *c, struct bconn *b)
+{
+	struct proxy_engine *e = c->w->e;
+	char q[200];
+
+	if (b->writer && !b->tracking_gtid) {
+		b->tracking_gtid = true;
+		if (queue_query(b, "SET session_track_system_variables = "
+		                   "CONCAT(@@session_track_system_variables, ',last_gtid')") < 0)
+			return -1;
+	}
+	if (b->writer || c->route != R_READER || !gtid_text_ok(c->last_gtid) ||
+	    !strcmp(b->waited_gtid, c->last_gtid))
+		return 0;
+	snprintf(q, sizeof(q), "SELECT MASTER_GTID_WAIT('%s', %d.%03d)", c->last_gtid,
+	         e->ryw_ms / 1000, e->ryw_ms % 1000);
+	if (queue_query(b, q) < 0)
+		return -1;
+	b->gtid_wait = true;
+	b->gtid_ok = false;
+	resp_init(&b->rt, RESP_GENERIC, b->caps);
+	b->awaiting = false;
+	b->frag_left = 0;
+	c->cur = b;
+	c->fwd_started = false;
+	c->st = C_BUSY;
+	return 1;
+}
+
 /* Queues the session history this connection has not seen, then the command. */
 static int send_cmd(struct client *c, struct bconn *b)
 {
@@ -1165,6 +1267,11 @@ static int send_cmd(struct client *c, struct bconn *b)
 		if (buf_put_packet(&b->out, 0, h->p, h->n) < 0)
 			return -1;
 		b->internal++;
+	}
+	if (c->w->e->ryw_mode == RYW_GTID) {
+		int r = gtid_prologue(c, b);
+		if (r != 0)
+			return r < 0 ? -1 : bconn_flush(b);
 	}
 	if (c->cur_ps && p[0] == COM_STMT_EXECUTE) {
 		if (queue_ps_prereqs(c, b, &xid) < 0 || build_execute(c, b, xid, &p, &n) < 0)
@@ -1305,7 +1412,7 @@ static void decide(struct client *c, enum cls_token tok, uint32_t flags, bool is
 		return;
 	}
 	if (c->in_trans || c->autocommit_off || c->pin_writer || (flags & CLS_F_HINT_WRITER) ||
-	    (e->ryw_mode != RYW_OFF && now_ms() < c->ryw_until_ms))
+	    (e->ryw_mode == RYW_WINDOW && now_ms() < c->ryw_until_ms))
 		return;
 	c->route = R_READER;
 }
