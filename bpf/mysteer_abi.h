@@ -43,6 +43,7 @@
 #define MS_MAP_ACTIVE_GEN "active_gen"
 #define MS_MAP_COUNTERS   "counters"
 #define MS_MAP_SOCKMAP    "steer_sockmap"
+#define MS_MAP_SOCKMAP6   "steer_sockmap6" /* IPv6 sockets, same slots (sk_lookup only) */
 #define MS_MAP_EVENTS     "steer_events"
 #define MS_MAP_SK_MARK    "sk_mark"
 #define MS_MAP_CFG        "steer_cfg"

@@ -16,18 +16,42 @@
 char LICENSE[] SEC("license") = "GPL";
 
 #define IPPROTO_TCP_ 6
+#define AF_INET6_    10
 
-static __always_inline int assign_slot(struct bpf_sk_lookup *ctx, __u32 slot)
+/*
+ * IPv6 sockets for IPv6 clients, same slots as steer_sockmap: a server often
+ * has an IPv4 listener and a separate IPV6_V6ONLY one (mariadbd
+ * --bind-address=*), and an IPv6 connection cannot be given to an IPv4
+ * socket. Empty slots fall back to steer_sockmap (a dual-stack socket serves
+ * both). Defined here, not in maps.bpf.h, because only sk_lookup uses it:
+ * lookup_service unpins it.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_SOCKMAP);
+	__uint(max_entries, MS_SOCKMAP_SIZE);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} steer_sockmap6 SEC(".maps");
+
+static __always_inline int assign_from(struct bpf_sk_lookup *ctx, void *map, __u32 slot)
 {
 	struct bpf_sock *sk;
 	long err;
 
-	sk = bpf_map_lookup_elem(&steer_sockmap, &slot);
+	sk = bpf_map_lookup_elem(map, &slot);
 	if (!sk)
 		return -1;
 	err = bpf_sk_assign(ctx, sk, 0);
 	bpf_sk_release(sk);
 	return err ? -1 : 0;
+}
+
+static __always_inline int assign_slot(struct bpf_sk_lookup *ctx, __u32 slot)
+{
+	if (ctx->family == AF_INET6_ && assign_from(ctx, &steer_sockmap6, slot) == 0)
+		return 0;
+	return assign_from(ctx, &steer_sockmap, slot);
 }
 
 SEC("sk_lookup")

@@ -11,7 +11,7 @@
 itest_init steer_lookup
 
 PEER=$ITEST_BUILD/tests/peer_check
-RTR=10.210.0.1 CLI=10.210.0.2
+RTR=10.210.0.1 CLI=10.210.0.2 RTR6=fd00:210::1 CLI6=fd00:210::2
 
 # --- the client namespace: a process holding a fresh netns, entered with
 # nsenter (no /run/netns name that could clash with other tests).
@@ -24,6 +24,8 @@ ip link add veth-rtr type veth peer name veth-cli netns "$CLIPID" || { echo "not
 ip addr add $RTR/30 dev veth-rtr && ip link set veth-rtr up
 incli ip link set lo up
 incli ip addr add $CLI/30 dev veth-cli && incli ip link set veth-cli up
+ip addr add $RTR6/64 dev veth-rtr nodad
+incli ip addr add $CLI6/64 dev veth-cli nodad
 
 # sk_lookup links attached to this test's router netns.
 NETNS_INO=$(stat -L -c %i /proc/self/ns/net)
@@ -37,7 +39,7 @@ lookup_links() {
 cli_sql() { # port query [extra mariadb args]
 	local port=$1 q=$2
 	shift 2
-	incli mariadb --no-defaults -h $RTR -P "$port" -u app -papp \
+	incli mariadb --no-defaults -h "${TO:-$RTR}" -P "$port" -u app -papp \
 		--connect-timeout=5 -N -B "$@" -e "$q"
 }
 
@@ -64,6 +66,10 @@ check "6447 spreads over both readers (db2 ${n2:-0}, db3 ${n3:-0})" \
 	[ "${n2:-0}" -ge 25 -a "${n3:-0}" -ge 25 -a $((${n2:-0} + ${n3:-0})) = 100 ]
 host=$(cli_sql 6447 'SELECT host FROM information_schema.processlist WHERE id = CONNECTION_ID()')
 check "6447 by handoff too: the reader sees $CLI ($host)" [ "${host%:*}" = $CLI ]
+# IPv6: mariadbd has a separate IPV6_V6ONLY listener, handed over too.
+check_eq "IPv6: 6446 from the client netns lands on the writer" "$P1" "$(TO=$RTR6 cli_sql 6446 'SELECT @@port')"
+host=$(TO=$RTR6 cli_sql 6446 'SELECT host FROM information_schema.processlist WHERE id = CONNECTION_ID()')
+check "IPv6 local handoff: the server sees $CLI6 ($host)" [ "${host%:*}" = "$CLI6" ]
 steered=$(status_json | json_get "sum(b['steered'] for b in d['backends'])")
 check "sk_lookup counts steered connections ($steered)" [ "${steered:-0}" -ge 102 ]
 check "an unrelated port of the router is untouched (direct to db2)" \
@@ -108,6 +114,7 @@ wait_until 10 test "$(ctl_readers)" = "db2 db3" >/dev/null
 check_eq "relay: 6446 lands on the writer" "$P1" "$(cli_sql 6446 'SELECT @@port')"
 host=$(cli_sql 6446 'SELECT host FROM information_schema.processlist WHERE id = CONNECTION_ID()')
 check "relay: the server sees the relay's address ($host)" [ "${host%:*}" = 127.0.0.1 ]
+check_eq "relay over IPv6: 6446 lands on the writer" "$P1" "$(TO=$RTR6 cli_sql 6446 'SELECT @@port')"
 check "relay: 6447 lands on a reader" \
 	grep -qxE "$P2|$P3" <<<"$(cli_sql 6447 'SELECT @@port')"
 
@@ -143,6 +150,9 @@ wait_until 10 test "$(ctl_writer)" = None >/dev/null
 out=$(cli_sql 6446 'SELECT @@port' 2>&1)
 echo "# $out" | head -2
 check "no writer: the client in the other netns gets the named MySQL error" \
+	grep -q 'mysteer: route rw has no writer' <<<"$out"
+out=$(TO=$RTR6 cli_sql 6446 'SELECT @@port' 2>&1)
+check "no writer, over IPv6: the named MySQL error too" \
 	grep -q 'mysteer: route rw has no writer' <<<"$out"
 
 itest_daemon_stop TERM

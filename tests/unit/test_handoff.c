@@ -213,7 +213,9 @@ START_TEST(sk_lookup_assigns_backend_and_error_listener)
 	ck_assert_int_eq(bpf_map_lookup_elem(map_fd(pin, MS_MAP_COUNTERS), &be, &cnt), 0);
 	ck_assert_uint_eq(cnt.steered, 1);
 
-	/* IPv6 clients reach a dual-stack [::] listener (as mariadbd's) too. */
+	__u64 ck;
+
+	/* IPv6 clients reach a dual-stack [::] listener too. */
 	struct sockaddr_storage w_addr;
 	int w = listen_on(AF_INET6, "::", &w_addr);
 	v = w;
@@ -239,10 +241,34 @@ START_TEST(sk_lookup_assigns_backend_and_error_listener)
 	ck_assert_int_eq(bpf_map_update_elem(sm, &be, &v, 0), 0);
 	close(copy);
 
+	/* A server with a separate IPV6_V6ONLY listener: IPv6 clients get the
+	 * one in steer_sockmap6, IPv4 clients the IPv4 one. */
+	int x = socket(AF_INET6, SOCK_STREAM, 0), one = 1;
+	ck_assert_int_eq(setsockopt(x, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)), 0);
+	struct sockaddr_in6 xa = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+	ck_assert_int_eq(bind(x, (struct sockaddr *)&xa, sizeof(xa)), 0);
+	ck_assert_int_eq(listen(x, 16), 0);
+	int sm6 = map_fd(pin, MS_MAP_SOCKMAP6);
+	v = x;
+	ck_assert_int_eq(bpf_map_update_elem(sm6, &be, &v, 0), 0);
+	c = socket(AF_INET6, SOCK_STREAM, 0);
+	ck_assert_int_eq(connect(c, (struct sockaddr *)&a6, sizeof(a6)), 0);
+	a = accept(x, NULL, NULL);
+	ck_assert_int_ge(a, 0);
+	close(a);
+	close(c);
+	c = connect_port(port);
+	ck_assert_int_ge(c, 0);
+	a = accept(srv, NULL, NULL);
+	ck_assert_int_ge(a, 0);
+	close(a);
+	close(c);
+	close(x); /* leaves steer_sockmap6 by itself */
+	ck_assert_int_ne(bpf_map_lookup_elem(sm6, &be, &ck), 0);
+
 	/* The server dies: its entry leaves the map, and connections go to the
 	 * error listener instead of a reset. */
 	close(srv);
-	__u64 ck;
 	ck_assert_int_ne(bpf_map_lookup_elem(sm, &be, &ck), 0);
 	c = connect_port(port);
 	ck_assert_int_ge(c, 0);

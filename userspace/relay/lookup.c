@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,7 @@ enum slot_kind { SLOT_NONE = 0, SLOT_HANDOFF, SLOT_RELAY };
 struct slot {
 	enum slot_kind kind;
 	uint64_t cookie; /* of the socket we put there */
+	bool v4;         /* handoff: the server's socket is IPv4-only */
 };
 
 static struct {
@@ -59,8 +61,17 @@ static struct {
 	size_t nroutes;
 	uint64_t timer;
 	struct slot slots[MS_MAX_BACKENDS];
+	/* IPv6 side (steer_sockmap6): the server's separate IPv6 listener, a
+	 * relay listener on ::1, the error listeners on ::1. */
+	int sockmap6_fd;
+	struct errlisten *errl6;
+	struct slot slots6[MS_MAX_BACKENDS];
+
 	uint64_t handoffs; /* sockets taken from servers */
-} S = {.sockmap_fd = -1};
+} S = {.sockmap_fd = -1, .sockmap6_fd = -1};
+
+/* Relay listener key of a backend's IPv6 listener. */
+#define RELAY6 0x80000000u
 
 static int mkdir_p(const char *path)
 {
@@ -99,29 +110,54 @@ static int prepare_bpffs(const char *dir, char *err, size_t errlen)
 	return 0;
 }
 
-static uint64_t slot_cookie(uint32_t slot)
+static uint64_t map_cookie(int map, uint32_t slot)
 {
 	uint64_t c = 0;
 
-	if (bpf_map_lookup_elem(S.sockmap_fd, &slot, &c))
+	if (map < 0 || bpf_map_lookup_elem(map, &slot, &c))
 		return 0;
 	return c;
 }
 
 /* Puts fd into slot unless it is there already. */
-static int slot_set(uint32_t slot, int fd)
+static int map_set(int map, uint32_t slot, int fd)
 {
 	uint64_t want = handoff_sock_cookie(fd), v = (uint64_t)fd;
 
-	if (want && slot_cookie(slot) == want)
+	if (want && map_cookie(map, slot) == want)
 		return 0;
-	return bpf_map_update_elem(S.sockmap_fd, &slot, &v, BPF_ANY);
+	return bpf_map_update_elem(map, &slot, &v, BPF_ANY);
+}
+
+static void map_clear(int map, uint32_t slot)
+{
+	if (map >= 0 && bpf_map_delete_elem(map, &slot) && errno != ENOENT)
+		log_debug("lookup: clear slot %u: %s", slot, strerror(errno));
+}
+
+static int sock_family(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len))
+		return -1;
+	return ss.ss_family;
+}
+
+static uint64_t slot_cookie(uint32_t slot)
+{
+	return map_cookie(S.sockmap_fd, slot);
+}
+
+static int slot_set(uint32_t slot, int fd)
+{
+	return map_set(S.sockmap_fd, slot, fd);
 }
 
 static void slot_clear(uint32_t slot)
 {
-	if (bpf_map_delete_elem(S.sockmap_fd, &slot) && errno != ENOENT)
-		log_debug("lookup: clear slot %u: %s", slot, strerror(errno));
+	map_clear(S.sockmap_fd, slot);
 }
 
 static void set_error_slots(void)
@@ -131,7 +167,43 @@ static void set_error_slots(void)
 		if (fd >= 0 && slot_set(MS_SOCKMAP_ERR(r), fd))
 			log_warn("lookup: error listener of route %zu into the SOCKMAP: %s", r,
 			         strerror(errno));
+		fd = S.errl6 ? errl_fd(S.errl6, r) : -1;
+		if (fd >= 0 && map_set(S.sockmap6_fd, MS_SOCKMAP_ERR(r), fd))
+			log_warn("lookup: IPv6 error listener of route %zu into the SOCKMAP: %s", r,
+			         strerror(errno));
 	}
+}
+
+/*
+ * IPv6 clients of an IPv4 backend whose server keeps a separate IPv6 listener
+ * on the same port ([::], IPV6_V6ONLY, as mariadbd --bind-address=*): that
+ * one goes into steer_sockmap6. A dual-stack main socket needs nothing.
+ */
+static void sync_handoff6(const struct topo_backend *b, bool main_is_v4)
+{
+	struct slot *s = &S.slots6[b->id];
+	struct sockaddr_in6 any = {.sin6_family = AF_INET6, .sin6_port = htons(b->port)};
+
+	if (s->kind == SLOT_RELAY)
+		relay_remove_backend(S.relay, b->id | RELAY6);
+	if (!main_is_v4) {
+		if (s->kind != SLOT_NONE)
+			map_clear(S.sockmap6_fd, b->id);
+		s->kind = SLOT_NONE;
+		return;
+	}
+	if (s->kind == SLOT_HANDOFF && s->cookie && map_cookie(S.sockmap6_fd, b->id) == s->cookie)
+		return;
+	s->kind = SLOT_HANDOFF;
+	s->cookie = 0;
+	int fd = handoff_take_listener((const struct sockaddr *)&any);
+	if (fd < 0)
+		return;
+	if (sock_family(fd) == AF_INET6 && !map_set(S.sockmap6_fd, b->id, fd)) {
+		s->cookie = handoff_sock_cookie(fd);
+		log_info("lookup: %s: IPv6 clients handed to the server's IPv6 listener", b->name);
+	}
+	close(fd);
 }
 
 /* Local handoff of backend b: a live entry we made stays; otherwise find the
@@ -142,8 +214,10 @@ static void sync_handoff(const struct topo_backend *b)
 
 	if (s->kind == SLOT_RELAY)
 		relay_remove_backend(S.relay, b->id); /* closing drops the entry */
-	if (s->kind == SLOT_HANDOFF && s->cookie && slot_cookie(b->id) == s->cookie)
+	if (s->kind == SLOT_HANDOFF && s->cookie && slot_cookie(b->id) == s->cookie) {
+		sync_handoff6(b, s->v4);
 		return;
+	}
 	s->kind = SLOT_HANDOFF;
 	s->cookie = 0;
 	int fd = handoff_take_listener((const struct sockaddr *)&b->addr);
@@ -151,6 +225,7 @@ static void sync_handoff(const struct topo_backend *b)
 		log_debug("lookup: %s: no local listener on port %u yet", b->name, b->port);
 		return;
 	}
+	s->v4 = sock_family(fd) == AF_INET;
 	uint64_t cookie = handoff_sock_cookie(fd);
 	bool had = slot_cookie(b->id) == cookie;
 	if (!had && slot_set(b->id, fd)) {
@@ -164,6 +239,7 @@ static void sync_handoff(const struct topo_backend *b)
 		}
 	}
 	close(fd); /* at once: a copy kept open outlives the server */
+	sync_handoff6(b, s->v4);
 }
 
 static void sync_relay(const struct topo_backend *b)
@@ -186,15 +262,40 @@ static void sync_relay(const struct topo_backend *b)
 	if (slot_set(b->id, fd))
 		log_warn("lookup: %s: relay listener into the SOCKMAP: %s", b->name,
 		         strerror(errno));
+	/* An IPv4 relay listener cannot take IPv6 clients: a second one on
+	 * ::1 does (sk_lookup ignores the address a socket is bound to). */
+	struct slot *s6 = &S.slots6[b->id];
+	if (sock_family(fd) != AF_INET) {
+		if (s6->kind != SLOT_NONE)
+			map_clear(S.sockmap6_fd, b->id);
+		s6->kind = SLOT_NONE;
+		return;
+	}
+	int fd6 = relay_set_backend(S.relay, b->id | RELAY6, "::1",
+	                            (const struct sockaddr *)&b->addr, b->addrlen);
+	if (fd6 < 0) {
+		if (s6->kind == SLOT_NONE)
+			log_debug("lookup: %s: no IPv6 relay listener: %s", b->name,
+			          strerror(errno));
+		return;
+	}
+	s6->kind = SLOT_RELAY;
+	s6->cookie = handoff_sock_cookie(fd6);
+	if (map_set(S.sockmap6_fd, b->id, fd6))
+		log_warn("lookup: %s: IPv6 relay listener into the SOCKMAP: %s", b->name,
+		         strerror(errno));
 }
 
 static void drop_backend(uint32_t id)
 {
 	if (S.slots[id].kind == SLOT_RELAY)
 		relay_remove_backend(S.relay, id);
+	if (S.slots6[id].kind == SLOT_RELAY)
+		relay_remove_backend(S.relay, id | RELAY6);
 	slot_clear(id);
-	S.slots[id].kind = SLOT_NONE;
-	S.slots[id].cookie = 0;
+	map_clear(S.sockmap6_fd, id);
+	memset(&S.slots[id], 0, sizeof(S.slots[id]));
+	memset(&S.slots6[id], 0, sizeof(S.slots6[id]));
 }
 
 static void sync_slots(const struct topology *t)
@@ -228,8 +329,11 @@ static void on_topology(const struct topology *t, void *arg)
 	img = malloc(sizeof(*img));
 	if (img && !maps_build_image(t, S.d->cfg, img, err, sizeof(err)))
 		for (size_t r = 0; r < img->nroutes && r < S.nroutes; r++)
-			if (img->routes[r].ntargets == 0)
+			if (img->routes[r].ntargets == 0) {
 				errl_set_reason(S.errl, r, img->reason[r]);
+				if (S.errl6)
+					errl_set_reason(S.errl6, r, img->reason[r]);
+			}
 	free(img);
 }
 
@@ -317,6 +421,7 @@ static int load(char *err, size_t errlen)
 		return -1;
 	}
 	S.sockmap_fd = bpf_map__fd(S.skel->maps.steer_sockmap);
+	S.sockmap6_fd = bpf_map__fd(S.skel->maps.steer_sockmap6);
 	return 0;
 }
 
@@ -335,18 +440,33 @@ static void lookup_stop(struct daemon_ctx *d, bool keep)
 		S.link = NULL;
 	}
 	if (!keep && S.sockmap_fd >= 0)
-		for (uint32_t id = 0; id < MS_MAX_BACKENDS; id++)
+		for (uint32_t id = 0; id < MS_MAX_BACKENDS; id++) {
 			if (S.slots[id].kind == SLOT_HANDOFF)
 				slot_clear(id);
+			if (S.slots6[id].kind == SLOT_HANDOFF)
+				map_clear(S.sockmap6_fd, id);
+		}
+	if (!keep && S.skel) {
+		/* Only this part uses steer_sockmap6; steer_service unpins
+		 * the shared maps. */
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/%s", S.pin_dir, MS_MAP_SOCKMAP6);
+		if (unlink(path) && errno != ENOENT)
+			log_warn("lookup: unpin %s: %s", path, strerror(errno));
+	}
 	/* Closing the relay and error listeners drops their SOCKMAP entries. */
 	relay_free(S.relay);
 	S.relay = NULL;
 	errl_free(S.errl);
 	S.errl = NULL;
+	errl_free(S.errl6);
+	S.errl6 = NULL;
 	steer_lookup__destroy(S.skel);
 	S.skel = NULL;
 	S.sockmap_fd = -1;
+	S.sockmap6_fd = -1;
 	memset(S.slots, 0, sizeof(S.slots));
+	memset(S.slots6, 0, sizeof(S.slots6));
 	if (was)
 		log_info("lookup: stopped (%s)", keep ? "link left pinned" : "detached");
 }
@@ -370,6 +490,13 @@ static int lookup_start(struct daemon_ctx *d, char *err, size_t errlen)
 	if (!S.errl || prepare_bpffs(S.pin_dir, err, errlen) || load(err, errlen)) {
 		lookup_stop(d, true);
 		return -1;
+	}
+	if (!strchr(cfg->relay_address, ':')) {
+		char e6[160];
+		/* Optional: a host without IPv6 has no ::1. */
+		S.errl6 = errl_new(d->loop, "::1", cfg->nroutes, e6, sizeof(e6));
+		if (!S.errl6)
+			log_info("lookup: no IPv6 error listeners: %s", e6);
 	}
 	set_error_slots();
 	S.running = true;
