@@ -576,6 +576,9 @@ main() {
 	meta git "$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)$(git -C "$ROOT" diff --quiet 2>/dev/null || echo -dirty)"
 
 	[ -x "$BUILD/connrate" ] || die "$BUILD/connrate missing (run make)"
+	if awk '{exit !($1 > 1.0)}' /proc/loadavg; then
+		say "warning: load average $(cut -d' ' -f1 /proc/loadavg): something else runs, figures will be noisy"
+	fi
 	setup_sandbox
 	setup_haproxy
 	setup_mysteerd
@@ -617,6 +620,7 @@ main() {
 	paths=("${ok[@]}")
 
 	for round in $(seq 1 "$ROUNDS"); do
+		meta "loadavg_round_$round" "$(cut -d' ' -f1-3 /proc/loadavg)"
 		for wl in $WORKLOADS; do
 			for path in "${paths[@]}"; do
 				measure "$path" "$wl" "$round"
