@@ -92,7 +92,10 @@ static void build(void)
 #undef L
 }
 
-void words_init(void)
+bool words_ready;
+
+void words_init_slow(void)
 {
 	pthread_once(&once, build);
+	__atomic_store_n(&words_ready, true, __ATOMIC_RELEASE);
 }

@@ -9,6 +9,7 @@
 #ifndef MYSTEER_CLASSIFY_WORDS_H
 #define MYSTEER_CLASSIFY_WORDS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -40,7 +41,16 @@ struct word {
 extern struct word words[];
 extern uint16_t words_slots[WORDS_SLOTS];
 
-void words_init(void);
+extern bool words_ready;
+void words_init_slow(void);
+
+/* Once per call of cls_classify: an acquire load once the table is built
+ * (pthread_once itself costs a call and more on every statement). */
+static inline void words_init(void)
+{
+	if (!__atomic_load_n(&words_ready, __ATOMIC_ACQUIRE))
+		words_init_slow();
+}
 
 #define FOLD 0x2020202020202020ull
 
