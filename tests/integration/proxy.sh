@@ -167,6 +167,35 @@ if itest_daemon_start "$T/window.conf"; then
 	check_eq "read-your-writes (window): a read right after a write runs on the writer" "1 $P1" "$(echo $out)"
 	out=$(p "INSERT INTO t.k (v) VALUES ('win2'); DO SLEEP(2.5); SELECT @@port")
 	check "read-your-writes (window): after the window, reads go to replicas again" [ "$out" != $P1 ]
+	# A replica dies under a read whose answer has not started: the read is
+	# retried on another backend and the client sees no error.
+	mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp -N -B --unbuffered \
+		-e "SELECT @@port; DO SLEEP(2); SELECT 'after', @@port" >"$T/kill-read.out" 2>&1 &
+	cpid=$!
+	wait_until 5 grep -q . "$T/kill-read.out" >/dev/null
+	victim=$(head -n 1 "$T/kill-read.out")
+	sleep 0.5
+	case "$victim" in $P2|$P3) sb kill "$victim" >/dev/null 2>&1 ;; esac
+	wait "$cpid"
+	rc=$?
+	sed 's/^/# /' "$T/kill-read.out"
+	grep -q "^after" "$T/kill-read.out" || rc=98
+	grep -q "after	$victim" "$T/kill-read.out" && rc=97
+	check "killing replica $victim mid-read: the read is retried elsewhere, no error" [ $rc -eq 0 ]
+	# The writer dies under a write: the client gets an ERR that says so.
+	mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp -N -B \
+		-e "INSERT INTO t.k (v) SELECT SLEEP(2)" >"$T/kill-write.out" 2>&1 &
+	cpid=$!
+	sleep 0.7
+	sb kill $P1 >/dev/null 2>&1
+	wait "$cpid"
+	rc=$?
+	sed 's/^/# /' "$T/kill-write.out"
+	check "killing the writer mid-write: the client gets an ERR naming the writer" \
+		grep -q "lost the connection to the writer" "$T/kill-write.out"
+	out=$(p "INSERT INTO t.k (v) VALUES ('nowriter')" 2>&1)
+	echo "# $out"
+	check "no writer: a write gets an ERR naming why" grep -q "no writer" <<<"$out"
 else
 	check "mysteerd started" false
 fi

@@ -629,7 +629,7 @@ static void bconn_fail(struct bconn *b, const char *why)
 		c->has_exclude = true;
 		route_cmd(c);
 	} else {
-		cmd_fail(c, 2013, msg);
+		cmd_fail(c, 1158, msg); /* ER_NET_READ_ERROR: client codes (2013) confuse libmariadb */
 		if (state_lost)
 			c->closing = true;
 	}
