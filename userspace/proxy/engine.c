@@ -629,7 +629,8 @@ static void bconn_fail(struct bconn *b, const char *why)
 		c->has_exclude = true;
 		route_cmd(c);
 	} else {
-		cmd_fail(c, 1158, msg); /* ER_NET_READ_ERROR: client codes (2013) confuse libmariadb */
+		cmd_fail(c, 1158,
+		         msg); /* ER_NET_READ_ERROR: client codes (2013) confuse libmariadb */
 		if (state_lost)
 			c->closing = true;
 	}
@@ -1412,7 +1413,9 @@ static void decide(struct client *c, enum cls_token tok, uint32_t flags, bool is
 		return;
 	}
 	if (c->in_trans || c->autocommit_off || c->pin_writer || (flags & CLS_F_HINT_WRITER) ||
-	    (e->ryw_mode == RYW_WINDOW && now_ms() < c->ryw_until_ms))
+	    ((e->ryw_mode == RYW_WINDOW ||
+	      (e->ryw_mode == RYW_GTID && !(c->caps & CAP_SESSION_TRACK))) &&
+	     now_ms() < c->ryw_until_ms))
 		return;
 	c->route = R_READER;
 }
