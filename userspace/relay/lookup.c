@@ -199,9 +199,13 @@ static void sync_handoff6(const struct topo_backend *b, bool main_is_v4)
 	int fd = handoff_take_listener((const struct sockaddr *)&any);
 	if (fd < 0)
 		return;
-	if (sock_family(fd) == AF_INET6 && !map_set(S.sockmap6_fd, b->id, fd)) {
-		s->cookie = handoff_sock_cookie(fd);
-		log_info("lookup: %s: IPv6 clients handed to the server's IPv6 listener", b->name);
+	uint64_t cookie = handoff_sock_cookie(fd);
+	bool had = map_cookie(S.sockmap6_fd, b->id) == cookie;
+	if (sock_family(fd) == AF_INET6 && (had || !map_set(S.sockmap6_fd, b->id, fd))) {
+		s->cookie = cookie;
+		if (!had)
+			log_info("lookup: %s: IPv6 clients handed to the server's IPv6 listener",
+			         b->name);
 	}
 	close(fd);
 }
@@ -376,7 +380,7 @@ static int attach(char *err, size_t errlen)
 	int nsfd;
 
 	snprintf(path, sizeof(path), "%s/%s", S.pin_dir, LOOKUP_LINK_NAME);
-	old = bpf_link__open(path);
+	old = access(path, F_OK) == 0 ? bpf_link__open(path) : NULL;
 	if (old && link_is_our_netns(old) &&
 	    !bpf_link__update_program(old, S.skel->progs.ms_sk_lookup)) {
 		log_info("lookup: adopted pinned %s", LOOKUP_LINK_NAME);
