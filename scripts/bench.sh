@@ -96,13 +96,39 @@ stop_pid() { # pid: TERM, then KILL after 5 s
 	return 0
 }
 
+# Our cgroups hold only clients we started (an interrupted sysbench may still
+# run): stop them by PID, then remove the cgroup.
+empty_cgroup() { # path
+	local pid i
+	for i in $(seq 1 30); do
+		[ -s "$1/cgroup.procs" ] || break
+		while read -r pid; do kill -TERM "$pid" 2>/dev/null; done <"$1/cgroup.procs"
+		sleep 0.1
+	done
+	rmdir "$1" 2>/dev/null || say "could not remove cgroup $1"
+}
+
+stray_pids() {
+	local d
+	for d in /proc/[0-9]*; do
+		[ "${d#/proc/}" = $$ ] && continue
+		tr '\0' ' ' 2>/dev/null <"$d/cmdline" | grep -qF -- "$SCRATCH/" && echo "${d#/proc/}"
+	done
+}
+
 cleanup() {
-	local rc=$? i cg
+	local rc=$? i cg pid
 	trap - EXIT INT TERM
 	for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do stop_pid "${PIDS[$i]}"; done
 	"$ROOT/scripts/sandbox.sh" down >/dev/null 2>&1 || say "sandbox down failed ($SANDBOX_DIR)"
+	# Safety net: anything still running with our scratch dir on its command
+	# line is ours (the dir name is unique to this run).
+	for pid in $(stray_pids); do
+		say "stopping stray process $pid: $(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | cut -c1-80)"
+		stop_pid "$pid"
+	done
 	for cg in "$CGROUP" "$RELAY_CGROUP"; do
-		[ -n "$cg" ] && [ -d "$cg" ] && { rmdir "$cg" 2>/dev/null || say "could not remove cgroup $cg"; }
+		[ -n "$cg" ] && [ -d "$cg" ] && empty_cgroup "$cg"
 	done
 	ip netns del "$RELAY_NS" 2>/dev/null
 	if [ "${BENCH_KEEP:-0}" = 1 ]; then
@@ -358,7 +384,10 @@ setup_relay_daemon() {
 	fi
 	write_daemon_conf "$d/mysteer.conf" "$d" "$RELAY_CGROUP" off 10.231.0.1
 	chmod 600 "$d/mysteer.conf"
-	in_relay_ns "$BUILD/mysteerd" -c "$d/mysteer.conf" -f >"$d/log" 2>&1 &
+	# nsenter itself, not a shell function, in the background: it execs
+	# mysteerd, so $! is the daemon's PID and cleanup stops the daemon.
+	nsenter --net="/run/netns/$RELAY_NS" -- "$BUILD/mysteerd" -c "$d/mysteer.conf" -f \
+		>"$d/log" 2>&1 &
 	PIDS+=($!)
 	if wait_writer "$d" "$RELAY_NS"; then
 		RELAY_DAEMON=1
@@ -642,7 +671,7 @@ main() {
 pgrep_daemon() {
 	local pid
 	for pid in "${PIDS[@]}"; do
-		tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "$SCRATCH/mysteerd/" && {
+		tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -q "$SCRATCH/mysteerd/" && {
 			echo "$pid"
 			return
 		}
