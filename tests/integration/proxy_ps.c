@@ -71,6 +71,7 @@ int main(int argc, char **argv)
 	my_bool isnull[3] = {0, 1, 0}, rnull[3] = {0};
 	long long a = 0;
 
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!mysql_real_connect(m, "127.0.0.1", "app", "app", "t", port, NULL, 0)) {
 		printf("not ok - ps: connect: %s\n", mysql_error(m));
 		return 1;
@@ -142,8 +143,9 @@ int main(int argc, char **argv)
 	check(p1 != p2, "the two executions ran on different backends");
 	check(!mysql_stmt_close(plus) && !mysql_stmt_close(sel) && !mysql_stmt_close(ins),
 	      "statements closed");
-	check(!mysql_query(m, "SELECT 1") && mysql_store_result(m) != NULL,
-	      "the connection is usable after the closes");
+	MYSQL_RES *res = mysql_query(m, "SELECT 1") ? NULL : mysql_store_result(m);
+	check(res != NULL, "the connection is usable after the closes");
+	mysql_free_result(res);
 	mysql_close(m);
 	return failed;
 }
