@@ -374,3 +374,14 @@ int probe_start(struct probe *p, unsigned timeout_ms)
 		begin_query(p, ST_Q_RO, "SELECT @@read_only");
 	return 0;
 }
+
+int probe_start_fresh(struct probe *p, unsigned timeout_ms)
+{
+	if (probe_busy(p))
+		return -1;
+	/* The kept-open connection would still answer when the server's listener
+	 * is gone or its backlog is full: only a new connection sees what a
+	 * client sees. */
+	disconnect(p);
+	return probe_start(p, timeout_ms);
+}

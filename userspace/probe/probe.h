@@ -36,6 +36,9 @@ void probe_free(struct probe *p);
 /* Starts one probe; fn is called exactly once, from the loop, when it ends.
  * Returns -1 when a probe is already running. */
 int probe_start(struct probe *p, unsigned timeout_ms);
+/* Like probe_start, but over a new connection: used when a client's connect to
+ * the backend failed, which a kept-open connection cannot notice. */
+int probe_start_fresh(struct probe *p, unsigned timeout_ms);
 bool probe_busy(const struct probe *p);
 
 #endif

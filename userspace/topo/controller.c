@@ -366,8 +366,10 @@ void controller_free(struct controller *c)
 void controller_request_probe(struct controller *c, uint32_t backend_id)
 {
 	struct cbe *b = find_id(c, backend_id);
-	if (b)
-		start_probe(b);
+	if (!b || !b->probe || probe_busy(b->probe))
+		return;
+	if (probe_start_fresh(b->probe, (unsigned)c->cfg->timeout_ms) < 0)
+		log_warn("%s: cannot start a probe", b->tb.name);
 }
 
 /* Runs the requests queued by other threads; called on the loop thread from
