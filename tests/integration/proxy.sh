@@ -163,6 +163,10 @@ if itest_daemon_start "$T/window.conf"; then
 	check_eq "mysteerd serves 6450: a write reaches the writer" "" "$(p "INSERT INTO t.k (v) VALUES ('daemon')" 2>&1)"
 	port_of_read=$(p "SELECT @@port")
 	check "mysteerd serves 6450: a read runs on a replica" [ "$port_of_read" = $P2 -o "$port_of_read" = $P3 ]
+	check "mysteerctl status --json shows the proxy" \
+		[ "$(status_json | json_get 'd["proxy"]["workers"] >= 1 and d["proxy"]["clients"] >= 0')" = True ]
+	check "mysteerctl status counts the proxy's backend connections" \
+		[ "$(status_json | json_get 'sum(b["steered"] for b in d["backends"]) > 0')" = True ]
 	out=$(p "INSERT INTO t.k (v) VALUES ('win'); SELECT COUNT(*) > 0, @@port FROM t.k WHERE v='win'")
 	check_eq "read-your-writes (window): a read right after a write runs on the writer" "1 $P1" "$(echo $out)"
 	out=$(p "INSERT INTO t.k (v) VALUES ('win2'); DO SLEEP(2.5); SELECT @@port")

@@ -45,6 +45,7 @@
 #define OUT_HIGH_WATER  (4u << 20) /* stop reading a backend past this */
 #define MAX_RETRIES     2
 #define SWEEP_MS        250
+#define PROXY_MAX_IDS   256
 
 enum ev_type { EV_LISTEN = 1, EV_CLIENT, EV_BACKEND, EV_WAKE };
 
@@ -168,6 +169,10 @@ struct proxy_engine {
 	uint32_t max_packet;
 	_Atomic int ryw_mode, ryw_ms;
 	_Atomic int nclients;
+	_Atomic int nbconns;
+	/* per backend id (ids above PROXY_MAX_IDS are not counted) */
+	_Atomic uint64_t be_active[PROXY_MAX_IDS], be_opened[PROXY_MAX_IDS],
+	    be_failed[PROXY_MAX_IDS];
 	_Atomic uint32_t next_conn_id;
 };
 
@@ -395,6 +400,9 @@ static void bconn_free(struct bconn *b)
 		close(b->fd); /* also leaves the epoll set */
 	b->fd = -1;
 	b->dead = true;
+	atomic_fetch_sub(&b->w->e->nbconns, 1);
+	if (b->backend_id < PROXY_MAX_IDS)
+		atomic_fetch_sub(&b->w->e->be_active[b->backend_id], 1);
 	b->next_dead = b->w->dead_bconns;
 	b->w->dead_bconns = b;
 }
@@ -605,6 +613,8 @@ static void bconn_fail(struct bconn *b, const char *why)
 
 	if (b->dead)
 		return;
+	if (b->st == B_CONNECTING && b->backend_id < PROXY_MAX_IDS)
+		atomic_fetch_add(&b->w->e->be_failed[b->backend_id], 1);
 	log_info("proxy: %s connection to %s failed: %s", writer ? "writer" : "reader", b->name,
 	         why);
 	snprintf(msg, sizeof(msg), "mysteer: lost the connection to the %s %s: %s",
@@ -1014,6 +1024,11 @@ static struct bconn *bconn_open(struct client *c, const struct topo_backend *be,
 	}
 	b->events = EPOLLOUT;
 	b->st = B_CONNECTING;
+	atomic_fetch_add(&c->w->e->nbconns, 1);
+	if (be->id < PROXY_MAX_IDS) {
+		atomic_fetch_add(&c->w->e->be_active[be->id], 1);
+		atomic_fetch_add(&c->w->e->be_opened[be->id], 1);
+	}
 	return b;
 }
 
@@ -2062,4 +2077,20 @@ struct proxy_engine *proxy_engine_start(const struct config *cfg, const char *ad
 	}
 	log_info("proxy: listening on [%s]:%u with %d worker(s)", addr, port, n);
 	return e;
+}
+
+void proxy_engine_counters(struct proxy_engine *e, uint32_t id, struct backend_counters *bc)
+{
+	if (!e || id >= PROXY_MAX_IDS)
+		return;
+	bc->active += atomic_load(&e->be_active[id]);
+	bc->steered += atomic_load(&e->be_opened[id]);
+	bc->connect_failures += atomic_load(&e->be_failed[id]);
+}
+
+void proxy_engine_stats(struct proxy_engine *e, int *clients, int *backend_conns, int *workers)
+{
+	*clients = e ? atomic_load(&e->nclients) : 0;
+	*backend_conns = e ? atomic_load(&e->nbconns) : 0;
+	*workers = e ? e->nworkers : 0;
 }

@@ -27,5 +27,10 @@ struct proxy_engine *proxy_engine_start(const struct config *cfg, const char *ad
 /* Applies the reloadable keys (read_your_writes*, pool_*). */
 void proxy_engine_reload(struct proxy_engine *e, const struct config *cfg);
 void proxy_engine_stop(struct proxy_engine *e);
+/* Adds the proxy's backend connections to a backend's counters: active now,
+ * opened (steered) and failed to connect. Thread-safe. */
+void proxy_engine_counters(struct proxy_engine *e, uint32_t id, struct backend_counters *bc);
+/* Client sessions, backend connections, worker threads now. Thread-safe. */
+void proxy_engine_stats(struct proxy_engine *e, int *clients, int *backend_conns, int *workers);
 
 #endif

@@ -3,6 +3,7 @@
  * started when the config has a route of role split, on that route's port.
  * The engine pointer is this module's own state.
  */
+#include <json-c/json.h>
 #include <stdio.h>
 
 #include "proxy/proxy.h"
@@ -42,9 +43,35 @@ static void proxy_stop(struct daemon_ctx *d, bool keep)
 	engine = NULL;
 }
 
+static void proxy_counters(uint32_t backend_id, struct backend_counters *c)
+{
+	proxy_engine_counters(engine, backend_id, c);
+}
+
+/* "proxy": {"clients": N, "backend_connections": N, "workers": N}. Pool
+ * figures come with the pool. */
+static void proxy_status(struct json_object *root)
+{
+	struct json_object *o;
+	int clients, conns, workers;
+
+	if (!engine)
+		return;
+	proxy_engine_stats(engine, &clients, &conns, &workers);
+	o = json_object_new_object();
+	if (!o)
+		return;
+	json_object_object_add(o, "clients", json_object_new_int(clients));
+	json_object_object_add(o, "backend_connections", json_object_new_int(conns));
+	json_object_object_add(o, "workers", json_object_new_int(workers));
+	json_object_object_add(root, "proxy", o);
+}
+
 const struct service_ops proxy_service = {
     .name = "proxy",
     .start = proxy_start,
     .reload = proxy_reload,
     .stop = proxy_stop,
+    .backend_counters = proxy_counters,
+    .status_json = proxy_status,
 };
