@@ -19,7 +19,7 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__x86_64__)
 #include <tmmintrin.h> /* SSSE3, used only behind a runtime check */
 #define HAVE_NIBBLE_SCAN 1
 #endif
@@ -1518,136 +1518,152 @@ static const uint8_t nb_blo[16] = {
     [0] = 8, [2] = 1, [3] = 1, [7] = 1, [8] = 1, [0xb] = 4, [0xd] = 1, [0xe] = 2, [0xf] = 1};
 static const uint8_t nb_bhi[16] = {[0] = 8, [2] = 1 | 2, [3] = 4, [4] = 8, [6] = 8};
 
-struct nbchunk {
-	uint64_t w, e, sens; /* identifier bytes, events, sensitive first letters */
-};
-
-/* 16 bytes at s + off (0 <= off < len, len >= 16) into bits 0-15 of each
- * mask; a block past the end is loaded ending at s + len and shifted, so no
- * byte outside the buffer is read and bits past the end are 0. */
-__attribute__((target("ssse3"))) static inline void nb_block(const uint8_t *s, size_t len,
-                                                             size_t off, uint64_t emask,
-                                                             unsigned *w, unsigned *e,
-                                                             unsigned *sens)
+/* A word starting at s[c] whose first letter passed the nibble screen:
+ * could it be one that acts in a SELECT without "(" (FOR INTO LOCK SHARE
+ * UPDATE DELETE INSERT REPLACE)? The second letter rules out most words
+ * (FROM, id, sbtest1) before the length is counted; the rest is
+ * fast_sensitive's screen by length and first letter. */
+static inline bool nb_sensitive(const uint8_t *s, size_t len, size_t c)
 {
-	const __m128i nib = _mm_set1_epi8(0x0f), zero = _mm_setzero_si128();
-	unsigned sh = 0;
-	__m128i v, lo, hi, a, b;
+	static const uint8_t second[32] = {
+	    ['d' & 31] = 'e', ['f' & 31] = 'o', ['i' & 31] = 'n', ['l' & 31] = 'o',
+	    ['r' & 31] = 'e', ['s' & 31] = 'h', ['u' & 31] = 'p',
+	};
+	size_t n = 1;
 
-	if (off + 16 > len) {
-		sh = (unsigned)(off + 16 - len);
-		off = len - 16;
-	}
-	v = _mm_loadu_si128((const __m128i *)(s + off));
-	lo = _mm_and_si128(v, nib);
-	hi = _mm_and_si128(_mm_srli_epi16(v, 4), nib);
-	a = _mm_and_si128(_mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)nb_alo), lo),
-	                  _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)nb_ahi), hi));
-	b = _mm_and_si128(_mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)nb_blo), lo),
-	                  _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)nb_bhi), hi));
-	b = _mm_and_si128(b, _mm_set1_epi8((char)emask));
-	*w = (~(unsigned)_mm_movemask_epi8(
-	          _mm_cmpeq_epi8(_mm_and_si128(a, _mm_set1_epi8(0x3f)), zero)) &
-	      0xffff) >>
-	     sh;
-	*e = (~(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(b, zero)) & 0xffff) >> sh;
-	*sens =
-	    ((unsigned)_mm_movemask_epi8(a) | (unsigned)_mm_movemask_epi8(_mm_add_epi8(a, a))) >>
-	    sh;
+	if (c + 1 >= len || (s[c + 1] | 0x20) != second[s[c] & 31])
+		return false;
+	while (n < 8 && c + n < len && wordc[s[c + n]])
+		n++;
+	return fast_sensitive(s + c, n);
 }
 
-__attribute__((target("ssse3"))) static void nb_chunk(const uint8_t *s, size_t len, size_t off,
-                                                      unsigned emask, struct nbchunk *c)
+/* The closing quote of a string or quoted name opened at p[-1], as
+ * skip_quoted (a backslash escapes the next byte except in `names`, a doubled
+ * quote is one), 16 bytes a step; the last step is loaded ending at s + len
+ * (len >= 16) and the bytes before p masked off, instead of a byte loop.
+ * Returns the offset after the closing quote, or 0 when unterminated. */
+static size_t nb_skip_quoted(const uint8_t *s, size_t len, size_t i, uint8_t q)
 {
-	c->w = c->e = c->sens = 0;
-	for (unsigned k = 0; k < 4 && off + 16 * k < len; k++) {
-		unsigned w, e, sn;
+	const __m128i vq = _mm_set1_epi8((char)q);
+	const __m128i vb = _mm_set1_epi8(q == '`' ? (char)q : '\\');
 
-		nb_block(s, len, off + 16 * k, emask, &w, &e, &sn);
-		c->w |= (uint64_t)w << (16 * k);
-		c->e |= (uint64_t)e << (16 * k);
-		c->sens |= (uint64_t)sn << (16 * k);
-	}
-}
-
-/* Is the word starting at s[c] (c < len, bits from c of w, relative to the
- * chunk at off) one that acts in a SELECT without "("? */
-static inline bool nb_sensitive(const uint8_t *s, size_t len, size_t off, uint64_t w, unsigned c)
-{
-	uint64_t rest = ~w >> c;
-	size_t n = rest ? (size_t)__builtin_ctzll(rest) : 64 - c;
-
-	if (c + n == 64) /* runs into the next chunk: at most 8 bytes matter */
-		while (n < 8 && off + c + n < len && wordc[s[off + c + n]])
-			n++;
-	return fast_sensitive(s + off + c, n);
-}
-
-/* s[0..len), len >= 16, starts with the first word (pos bytes). */
-static bool fast_body_nibble(const uint8_t *s, size_t len, size_t pos, bool query)
-{
-	const uint8_t *end = s + len;
-	struct nbchunk c;
-	uint64_t starts, cand;
-	size_t off;
-
-rebuild:
-	off = pos;
-	if (off >= len)
-		return true;
-	nb_chunk(s, len, off, query ? 0xff : 0xfd, &c);
-	starts = c.w & ~((c.w << 1) | (off && wordc[s[off - 1]]));
-	cand = query ? starts & c.sens : 0;
 	for (;;) {
-		unsigned e = c.e ? (unsigned)__builtin_ctzll(c.e) : 64;
-		uint64_t below = e == 64 ? cand : cand & ((1ull << e) - 1);
-		const uint8_t *p;
+		size_t at = i;
+		unsigned m;
+		__m128i v;
 
-		while (below) {
-			if (nb_sensitive(s, len, off, c.w, (unsigned)__builtin_ctzll(below)))
-				return false;
-			below &= below - 1;
-		}
-		if (e == 64) {
-			pos = off + 64;
-			goto rebuild;
-		}
-		p = s + off + e;
-		switch (fclass[*p]) {
-		case F_QUOTE: {
-			struct lx lx = {.end = end};
-			size_t q;
-
-			q = (size_t)(skip_quoted(&lx, p + 1, *p) - s);
-			if (lx.flags)
-				return false;
-			if (q >= off + 64) {
-				pos = q;
-				goto rebuild;
-			}
-			/* bits below q - off are inside the string */
-			c.e &= ~0ull << (q - off);
-			cand &= ~0ull << (q - off);
+		if (i >= len)
+			return 0;
+		if (i + 16 > len)
+			at = len - 16;
+		v = _mm_loadu_si128((const __m128i *)(s + at));
+		m = (unsigned)_mm_movemask_epi8(
+		    _mm_or_si128(_mm_cmpeq_epi8(v, vq), _mm_cmpeq_epi8(v, vb)));
+		m &= ~0u << (i - at);
+		if (!m) {
+			i = at + 16;
 			continue;
 		}
-		case F_LP:
-			if (!dml_paren_ok(s, p, end))
-				return false;
-			break;
-		case F_DASH:
-			if (p + 1 < end && p[1] == '-')
-				return false;
-			break;
-		case F_SLASH:
-			if (p + 1 < end && p[1] == '*')
-				return false;
-			break;
-		default: /* . @ ; # NUL */
-			return false;
+		i = at + (size_t)__builtin_ctz(m);
+		if (s[i] != q) { /* backslash: escapes the next byte */
+			i += 2;
+			continue;
 		}
-		c.e &= c.e - 1;
-		cand = e == 63 ? 0 : cand & (~0ull << (e + 1));
+		if (i + 1 < len && s[i + 1] == q) { /* doubled quote */
+			i += 2;
+			continue;
+		}
+		return i + 1;
 	}
+}
+
+/* s[0..len), len >= 16, starts with the first word (pos bytes). Walks
+ * 16-byte blocks: a block with no event and no candidate word start costs
+ * its classification only. */
+__attribute__((target("ssse3"))) static bool fast_body_nibble(const uint8_t *s, size_t len,
+                                                              size_t pos, bool query)
+{
+	const __m128i nib = _mm_set1_epi8(0x0f), zero = _mm_setzero_si128();
+	const __m128i alo = _mm_loadu_si128((const __m128i *)nb_alo);
+	const __m128i ahi = _mm_loadu_si128((const __m128i *)nb_ahi);
+	const __m128i blo = _mm_loadu_si128((const __m128i *)nb_blo);
+	const __m128i bhi = _mm_loadu_si128((const __m128i *)nb_bhi);
+	const __m128i emask =
+	    _mm_set1_epi8(query ? (char)0xff : (char)0xfd); /* DML: "." is no event */
+	const uint8_t *end = s + len;
+
+	while (pos < len) {
+		size_t at = pos + 16 > len ? len - 16 : pos;
+		__m128i v = _mm_loadu_si128((const __m128i *)(s + at));
+		__m128i lo = _mm_and_si128(v, nib), hi = _mm_and_si128(_mm_srli_epi16(v, 4), nib);
+		__m128i b = _mm_and_si128(_mm_shuffle_epi8(blo, lo), _mm_shuffle_epi8(bhi, hi));
+		unsigned live = 0xffffu << (pos - at); /* bytes not looked at yet */
+		unsigned ev =
+		    ~(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_and_si128(b, emask), zero));
+		unsigned cand = 0;
+
+		if (query) {
+			__m128i a =
+			    _mm_and_si128(_mm_shuffle_epi8(alo, lo), _mm_shuffle_epi8(ahi, hi));
+			unsigned w = ~(unsigned)_mm_movemask_epi8(
+			    _mm_cmpeq_epi8(_mm_and_si128(a, _mm_set1_epi8(0x3f)), zero));
+			unsigned sens = (unsigned)_mm_movemask_epi8(a) |
+			                (unsigned)_mm_movemask_epi8(_mm_add_epi8(a, a));
+
+			w &= 0xffff;
+			cand = w & ~((w << 1) | (at && wordc[s[at - 1]])) & sens;
+		}
+		for (;;) {
+			unsigned e, below;
+			const uint8_t *p;
+
+			ev &= live;
+			e = ev ? (unsigned)__builtin_ctz(ev) : 16;
+			below = cand & live & ((1u << e) - 1);
+			while (below) {
+				if (nb_sensitive(s, len, at + (unsigned)__builtin_ctz(below)))
+					return false;
+				below &= below - 1;
+			}
+			if (e == 16) {
+				pos = at + 16;
+				break;
+			}
+			p = s + at + e;
+			switch (fclass[*p]) {
+			case F_QUOTE: {
+				size_t q = nb_skip_quoted(s, len, at + e + 1, *p);
+
+				if (!q)
+					return false;
+				pos = q;
+				break;
+			}
+			case F_LP:
+				if (!dml_paren_ok(s, p, end))
+					return false;
+				pos = at + e + 1;
+				break;
+			case F_DASH:
+				if (p + 1 < end && p[1] == '-')
+					return false;
+				pos = at + e + 1;
+				break;
+			case F_SLASH:
+				if (p + 1 < end && p[1] == '*')
+					return false;
+				pos = at + e + 1;
+				break;
+			default: /* . @ ; # NUL */
+				return false;
+			}
+			if (pos >= at + 16)
+				break;
+			live = 0xffffu << (pos - at);
+		}
+	}
+	return true;
 }
 #endif
 
