@@ -20,7 +20,8 @@
 #include <emmintrin.h>
 #endif
 #if defined(__x86_64__)
-#include <tmmintrin.h> /* SSSE3, used only behind a runtime check */
+#include <immintrin.h> /* SSSE3 and AVX2, used only behind a runtime check */
+#include <stdlib.h>
 #define HAVE_NIBBLE_SCAN 1
 #endif
 
@@ -1549,21 +1550,31 @@ static size_t nb_skip_quoted(const uint8_t *s, size_t len, size_t i, uint8_t q)
 	const __m128i vb = _mm_set1_epi8(q == '`' ? (char)q : '\\');
 
 	for (;;) {
-		size_t at = i;
-		unsigned m;
-		__m128i v;
+		unsigned m = 0;
+		size_t at;
 
-		if (i >= len)
-			return 0;
-		if (i + 16 > len)
+		while (i + 16 <= len) {
+			__m128i v = _mm_loadu_si128((const __m128i *)(s + i));
+
+			m = (unsigned)_mm_movemask_epi8(
+			    _mm_or_si128(_mm_cmpeq_epi8(v, vq), _mm_cmpeq_epi8(v, vb)));
+			if (m)
+				break;
+			i += 16;
+		}
+		at = i;
+		if (!m) { /* fewer than 16 bytes left */
+			__m128i v;
+
+			if (i >= len)
+				return 0;
 			at = len - 16;
-		v = _mm_loadu_si128((const __m128i *)(s + at));
-		m = (unsigned)_mm_movemask_epi8(
-		    _mm_or_si128(_mm_cmpeq_epi8(v, vq), _mm_cmpeq_epi8(v, vb)));
-		m &= ~0u << (i - at);
-		if (!m) {
-			i = at + 16;
-			continue;
+			v = _mm_loadu_si128((const __m128i *)(s + at));
+			m = (unsigned)_mm_movemask_epi8(
+			    _mm_or_si128(_mm_cmpeq_epi8(v, vq), _mm_cmpeq_epi8(v, vb)));
+			m &= ~0u << (i - at);
+			if (!m)
+				return 0;
 		}
 		i = at + (size_t)__builtin_ctz(m);
 		if (s[i] != q) { /* backslash: escapes the next byte */
@@ -1578,56 +1589,86 @@ static size_t nb_skip_quoted(const uint8_t *s, size_t len, size_t i, uint8_t q)
 	}
 }
 
-/* s[0..len), len >= 16, starts with the first word (pos bytes). Walks
- * 16-byte blocks: a block with no event and no candidate word start costs
- * its classification only. */
-__attribute__((target("ssse3"))) static bool fast_body_nibble(const uint8_t *s, size_t len,
-                                                              size_t pos, bool query)
+/* One block of the body scan: events (quotes, "(", "-", "/" and the bytes
+ * that give up; "." too in a query) and, in a query, the starts of words
+ * whose first letter passed the screen, as bit masks of the block at s + at.
+ * The tables are broadcast to every 16-byte lane. */
+struct nbm {
+	uint64_t ev, cand;
+};
+
+#define NB_CLASSIFY(V, SET1, LOADT, AND, SRLI, SHUF, CMPEQ, ADD, MOVMSK, ZERO, FULL)               \
+	do {                                                                                       \
+		const V nib = SET1(0x0f), zero = ZERO();                                           \
+		V lo = AND(v, nib), hi = AND(SRLI(v, 4), nib);                                     \
+		V b = AND(SHUF(LOADT(nb_blo), lo), SHUF(LOADT(nb_bhi), hi));                       \
+                                                                                                   \
+		b = AND(b, SET1(query ? (char)0xff : (char)0xfd)); /* DML: "." is no event */      \
+		m->ev = ~(uint64_t)(uint32_t)MOVMSK(CMPEQ(b, zero)) & (FULL);                      \
+		m->cand = 0;                                                                       \
+		if (query) {                                                                       \
+			V a = AND(SHUF(LOADT(nb_alo), lo), SHUF(LOADT(nb_ahi), hi));               \
+			uint64_t w =                                                               \
+			    ~(uint64_t)(uint32_t)MOVMSK(CMPEQ(AND(a, SET1(0x3f)), zero)) & (FULL); \
+			uint64_t sens = (uint32_t)MOVMSK(a) | (uint32_t)MOVMSK(ADD(a, a));         \
+                                                                                                   \
+			m->cand = w & ~((w << 1) | (at && wordc[s[at - 1]])) & sens;               \
+		}                                                                                  \
+	} while (0)
+
+#define NB_LOADT16(t) _mm_loadu_si128((const __m128i *)(t))
+__attribute__((target("ssse3"), always_inline)) static inline void
+nb_cls16(const uint8_t *s, size_t at, bool query, struct nbm *m)
 {
-	const __m128i nib = _mm_set1_epi8(0x0f), zero = _mm_setzero_si128();
-	const __m128i alo = _mm_loadu_si128((const __m128i *)nb_alo);
-	const __m128i ahi = _mm_loadu_si128((const __m128i *)nb_ahi);
-	const __m128i blo = _mm_loadu_si128((const __m128i *)nb_blo);
-	const __m128i bhi = _mm_loadu_si128((const __m128i *)nb_bhi);
-	const __m128i emask =
-	    _mm_set1_epi8(query ? (char)0xff : (char)0xfd); /* DML: "." is no event */
+	__m128i v = _mm_loadu_si128((const __m128i *)(s + at));
+
+	NB_CLASSIFY(__m128i, _mm_set1_epi8, NB_LOADT16, _mm_and_si128, _mm_srli_epi16,
+	            _mm_shuffle_epi8, _mm_cmpeq_epi8, _mm_add_epi8, _mm_movemask_epi8,
+	            _mm_setzero_si128, 0xffffull);
+}
+
+#define NB_LOADT32(t) _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(t)))
+__attribute__((target("avx2"), always_inline)) static inline void
+nb_cls32(const uint8_t *s, size_t at, bool query, struct nbm *m)
+{
+	__m256i v = _mm256_loadu_si256((const __m256i *)(s + at));
+
+	NB_CLASSIFY(__m256i, _mm256_set1_epi8, NB_LOADT32, _mm256_and_si256, _mm256_srli_epi16,
+	            _mm256_shuffle_epi8, _mm256_cmpeq_epi8, _mm256_add_epi8, _mm256_movemask_epi8,
+	            _mm256_setzero_si256, 0xffffffffull);
+}
+
+/* s[0..len), len >= W, starts with the first word (pos bytes). Walks
+ * W-byte blocks (the last one loaded ending at s + len, the bytes already
+ * seen masked off): a block with no event and no candidate word start
+ * costs its classification only. */
+static inline __attribute__((always_inline)) bool
+nb_body(const uint8_t *s, size_t len, size_t pos, bool query, unsigned W,
+        void (*cls)(const uint8_t *, size_t, bool, struct nbm *))
+{
 	const uint8_t *end = s + len;
 
 	while (pos < len) {
-		size_t at = pos + 16 > len ? len - 16 : pos;
-		__m128i v = _mm_loadu_si128((const __m128i *)(s + at));
-		__m128i lo = _mm_and_si128(v, nib), hi = _mm_and_si128(_mm_srli_epi16(v, 4), nib);
-		__m128i b = _mm_and_si128(_mm_shuffle_epi8(blo, lo), _mm_shuffle_epi8(bhi, hi));
-		unsigned live = 0xffffu << (pos - at); /* bytes not looked at yet */
-		unsigned ev =
-		    ~(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_and_si128(b, emask), zero));
-		unsigned cand = 0;
+		size_t at = pos + W > len ? len - W : pos;
+		uint64_t live = ~0ull << (pos - at); /* bytes not looked at yet */
+		struct nbm m;
 
-		if (query) {
-			__m128i a =
-			    _mm_and_si128(_mm_shuffle_epi8(alo, lo), _mm_shuffle_epi8(ahi, hi));
-			unsigned w = ~(unsigned)_mm_movemask_epi8(
-			    _mm_cmpeq_epi8(_mm_and_si128(a, _mm_set1_epi8(0x3f)), zero));
-			unsigned sens = (unsigned)_mm_movemask_epi8(a) |
-			                (unsigned)_mm_movemask_epi8(_mm_add_epi8(a, a));
-
-			w &= 0xffff;
-			cand = w & ~((w << 1) | (at && wordc[s[at - 1]])) & sens;
-		}
+		cls(s, at, query, &m);
 		for (;;) {
-			unsigned e, below;
+			unsigned e;
+			uint64_t below;
 			const uint8_t *p;
 
-			ev &= live;
-			e = ev ? (unsigned)__builtin_ctz(ev) : 16;
-			below = cand & live & ((1u << e) - 1);
+			m.ev &= live;
+			e = m.ev ? (unsigned)__builtin_ctzll(m.ev) : W;
+			below = m.cand & live & ((1ull << e) - 1);
 			while (below) {
-				if (nb_sensitive(s, len, at + (unsigned)__builtin_ctz(below)))
+				if (nb_sensitive(s, len, at + (unsigned)__builtin_ctzll(below)))
 					return false;
 				below &= below - 1;
 			}
-			if (e == 16) {
-				pos = at + 16;
+			if (e == W) {
+				pos = at + W;
 				break;
 			}
 			p = s + at + e;
@@ -1658,12 +1699,50 @@ __attribute__((target("ssse3"))) static bool fast_body_nibble(const uint8_t *s, 
 			default: /* . @ ; # NUL */
 				return false;
 			}
-			if (pos >= at + 16)
+			if (pos >= at + W)
 				break;
-			live = 0xffffu << (pos - at);
+			live = ~0ull << (pos - at);
 		}
 	}
 	return true;
+}
+
+__attribute__((target("ssse3"))) static bool fast_body_ssse3(const uint8_t *s, size_t len,
+                                                             size_t pos, bool query)
+{
+	return nb_body(s, len, pos, query, 16, nb_cls16);
+}
+
+__attribute__((target("avx2"))) static bool fast_body_avx2(const uint8_t *s, size_t len, size_t pos,
+                                                           bool query)
+{
+	return nb_body(s, len, pos, query, 32, nb_cls32);
+}
+
+/* The widest scan this CPU has, found once; MYSTEER_CLASSIFY_SIMD=avx2,
+ * ssse3 or sse2 caps it, so that the tests can run every variant on one
+ * machine. */
+enum { SIMD_UNKNOWN = 0, SIMD_SSE2, SIMD_SSSE3, SIMD_AVX2 };
+static int simd_level_cached;
+
+static int simd_level(void)
+{
+	int l = __atomic_load_n(&simd_level_cached, __ATOMIC_RELAXED);
+	const char *cap;
+
+	if (l != SIMD_UNKNOWN)
+		return l;
+	__builtin_cpu_init();
+	l = __builtin_cpu_supports("avx2")    ? SIMD_AVX2
+	    : __builtin_cpu_supports("ssse3") ? SIMD_SSSE3
+	                                      : SIMD_SSE2;
+	cap = getenv("MYSTEER_CLASSIFY_SIMD");
+	if (cap && !strcmp(cap, "sse2"))
+		l = SIMD_SSE2;
+	else if (cap && !strcmp(cap, "ssse3") && l > SIMD_SSSE3)
+		l = SIMD_SSSE3;
+	__atomic_store_n(&simd_level_cached, l, __ATOMIC_RELAXED);
+	return l;
 }
 #endif
 
@@ -1718,8 +1797,11 @@ static bool fast_path(const uint8_t *p, const uint8_t *end, struct cls_result *o
 		return false;
 	}
 #if HAVE_NIBBLE_SCAN
-	if (end - w1 >= 16 && __builtin_cpu_supports("ssse3")) {
-		if (!fast_body_nibble(w1, (size_t)(end - w1), l1, query))
+	if (end - w1 >= 32 && simd_level() >= SIMD_AVX2) {
+		if (!fast_body_avx2(w1, (size_t)(end - w1), l1, query))
+			return false;
+	} else if (end - w1 >= 16 && simd_level() >= SIMD_SSSE3) {
+		if (!fast_body_ssse3(w1, (size_t)(end - w1), l1, query))
 			return false;
 	} else
 #endif
