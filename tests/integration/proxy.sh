@@ -153,6 +153,27 @@ $SB --mysql-port=$PP --db-ps-mode=auto --skip_trx=on --threads=8 --time=3 oltp_r
 check "sysbench --skip_trx=on (ps-mode=auto): the replicas' Com_select grow" \
 	[ $(($(com $P2 Com_select) - s2)) -gt 100 -a $(($(com $P3 Com_select) - s3)) -gt 100 ]
 
+# --- pooling ------------------------------------------------------------------
+conns() { echo $(($(com $P1 Connections) + $(com $P2 Connections) + $(com $P3 Connections))); }
+for i in $(seq 1 5); do p "SELECT 1" >/dev/null; done
+before=$(conns) start=$(date +%s%N)
+for i in $(seq 1 50); do p "SELECT 1" >/dev/null; done
+opened=$(($(conns) - before)) ms=$((($(date +%s%N) - start) / 1000000))
+measured "pool: 50 connect/SELECT 1/close through 6450 in $ms ms opened $opened backend connections"
+check "pool: sessions reuse reset backend connections (50 sessions, $opened opened)" [ "$opened" -lt 25 ]
+start=$(date +%s%N)
+for i in $(seq 1 50); do sql $P2 "SELECT 1" >/dev/null; done
+measured "direct: 50 connect/SELECT 1/close in $((($(date +%s%N) - start) / 1000000)) ms (mariadb CLI start-up included in both)"
+p "SET @leak = 1; SET time_zone = '+03:00'; CREATE TEMPORARY TABLE t.leak (a INT); BEGIN; SELECT COUNT(*) FROM t.k" >/dev/null
+leaks=0
+for i in $(seq 1 10); do
+	out=$(p "SELECT /* mysteer:writer */ @leak IS NULL, @@time_zone" 2>&1)
+	[ "$out" = "1	SYSTEM" ] || { leaks=$((leaks + 1)); echo "# leaked: $out"; }
+	out=$(p "SELECT /* mysteer:writer */ COUNT(*) FROM t.leak" 2>&1)
+	grep -q "doesn't exist" <<<"$out" || { leaks=$((leaks + 1)); echo "# leaked: $out" | head -n 3; }
+done
+check "pool: no session state (variables, time_zone, temporary tables) leaks into the next session" [ $leaks -eq 0 ]
+
 check "proxy process still running" kill -0 "$PROXY_PID"
 grep -i "assert\|sanitizer" "$T/proxy.log" && check "no sanitizer report" false
 kill -TERM "$PROXY_PID" && wait "$PROXY_PID"

@@ -143,8 +143,16 @@ struct bconn {
 	bool tracking_gtid;      /* last_gtid added to session_track_system_variables */
 	bool gtid_wait, gtid_ok; /* a MASTER_GTID_WAIT holds the client's command back */
 	char waited_gtid[64];    /* this replica is known to have applied it */
-	int internal;            /* replayed commands whose answers are discarded */
-	bool awaiting;           /* the client's command is sent, its answer not finished */
+	/* in the worker's pool (c == NULL): whose it may become */
+	bool pooled, resetting;
+	struct bconn *pool_next;
+	uint64_t idle_since;
+	char pool_user[128];
+	uint32_t pool_caps;
+	uint8_t pool_charset;
+	bool pool_has_db;
+	int internal;  /* replayed commands whose answers are discarded */
+	bool awaiting; /* the client's command is sent, its answer not finished */
 	struct resp_tracker rt;
 	uint32_t frag_left; /* payload bytes of the current fragment to pass on */
 	bool frag_drop;
@@ -168,6 +176,7 @@ struct proxy_engine {
 	int max_clients, handshake_timeout_ms;
 	uint32_t max_packet;
 	_Atomic int ryw_mode, ryw_ms;
+	_Atomic int pool_max, pool_idle_ms;
 	_Atomic int nclients;
 	_Atomic int nbconns;
 	/* per backend id (ids above PROXY_MAX_IDS are not counted) */
@@ -188,6 +197,7 @@ struct worker {
 	volatile bool stop;
 	unsigned rnd;
 	uint64_t next_serial;
+	struct bconn *pool; /* idle backend connections, reset, of any user */
 	uint64_t last_sweep;
 };
 
@@ -384,6 +394,14 @@ static void bconn_free(struct bconn *b)
 
 	if (b->dead)
 		return;
+	if (b->pooled) {
+		for (struct bconn **pp = &b->w->pool; *pp; pp = &(*pp)->pool_next)
+			if (*pp == b) {
+				*pp = b->pool_next;
+				break;
+			}
+		b->pooled = false;
+	}
 	if (c) {
 		if (c->wconn == b)
 			c->wconn = NULL;
@@ -414,6 +432,141 @@ static void hist_clear(struct client *c)
 	c->nhist = 0;
 }
 
+/* ---- pool ---- */
+
+static int bconn_flush(struct bconn *b);
+static int bconn_read(struct bconn *b);
+
+static int pool_count(struct worker *w, uint32_t backend_id)
+{
+	int n = 0;
+
+	for (struct bconn *b = w->pool; b; b = b->pool_next)
+		n += b->backend_id == backend_id;
+	return n;
+}
+
+/*
+ * A closing session hands back a connection that is between statements: it
+ * is reset (COM_RESET_CONNECTION: transaction, temporary tables, variables
+ * and prepared statements go; the schema stays) and kept for the next
+ * session of the same user, which then skips connect and login.
+ */
+static void pool_park(struct client *c, struct bconn *b)
+{
+	struct worker *w = c->w;
+	static const uint8_t reset[1] = {COM_RESET_CONNECTION};
+	int max = w->e->pool_max / (w->e->nworkers ? w->e->nworkers : 1);
+
+	if (b->st != B_READY || b->awaiting || b->internal || b->gtid_wait || b->frag_left ||
+	    buf_used(&b->in) || max < 1 || pool_count(w, b->backend_id) >= max) {
+		bconn_free(b);
+		return;
+	}
+	if (c->wconn == b)
+		c->wconn = NULL;
+	if (c->rconn == b)
+		c->rconn = NULL;
+	b->c = NULL;
+	if (buf_put_packet(&b->out, 0, reset, sizeof(reset)) < 0) {
+		bconn_free(b);
+		return;
+	}
+	snprintf(b->pool_user, sizeof(b->pool_user), "%s", c->user);
+	b->pool_caps = c->caps;
+	b->pool_charset = c->charset;
+	b->pool_has_db = c->db[0] != 0;
+	b->serial = ++w->next_serial; /* the reset closed its prepared statements */
+	b->hist_applied = 0;
+	b->tracking_gtid = false;
+	b->waited_gtid[0] = 0;
+	b->prep_ps = NULL;
+	b->resetting = true;
+	b->pooled = true;
+	b->pool_next = w->pool;
+	w->pool = b;
+	if (bconn_flush(b) < 0)
+		bconn_free(b);
+}
+
+/* The reset's answer, or anything a pooled connection says (the server closing
+ * it, most likely): only one OK is expected. */
+static void pool_event(struct bconn *b, uint32_t events)
+{
+	size_t total, payload;
+	uint8_t seq;
+	int r;
+
+	if ((events & EPOLLOUT) && bconn_flush(b) < 0) {
+		bconn_free(b);
+		return;
+	}
+	if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP)))
+		return;
+	r = bconn_read(b);
+	while (!b->dead && buf_used(&b->in) > 0) {
+		int w = pkt_whole(b->in.d + b->in.off, buf_used(&b->in), 1 << 16, &total, &payload,
+		                  &seq);
+		if (w == 0)
+			break;
+		if (w < 0 || !b->resetting || b->in.d[b->in.off + PKT_HDR] != 0x00) {
+			bconn_free(b);
+			return;
+		}
+		buf_consume(&b->in, total);
+		b->resetting = false;
+		b->idle_since = now_ms();
+	}
+	if (!b->dead && r < 0)
+		bconn_free(b);
+}
+
+/* A reset connection of this backend for this client, if one is idle. */
+static struct bconn *pool_take(struct client *c, const struct topo_backend *be, bool writer)
+{
+	struct worker *w = c->w;
+	static const uint8_t init_db = COM_INIT_DB;
+
+	for (struct bconn **pp = &w->pool; *pp; pp = &(*pp)->pool_next) {
+		struct bconn *b = *pp;
+		if (b->backend_id != be->id || b->resetting || b->pool_caps != c->caps ||
+		    b->pool_charset != c->charset || strcmp(b->pool_user, c->user) ||
+		    (b->pool_has_db && !c->db0[0]))
+			continue;
+		*pp = b->pool_next;
+		b->pooled = false;
+		b->c = c;
+		b->writer = writer;
+		if (c->db0[0]) {
+			/* the schema survives a reset: set the one this client asked for */
+			uint8_t pkt[260];
+			size_t n = strlen(c->db0);
+			pkt[0] = init_db;
+			memcpy(pkt + 1, c->db0, n);
+			if (buf_put_packet(&b->out, 0, pkt, n + 1) < 0) {
+				bconn_free(b);
+				return NULL;
+			}
+			b->internal++;
+		}
+		atomic_fetch_add(&w->e->be_opened[be->id < PROXY_MAX_IDS ? be->id : 0],
+		                 be->id < PROXY_MAX_IDS);
+		return b;
+	}
+	return NULL;
+}
+
+static void pool_sweep(struct worker *w, uint64_t now)
+{
+	uint64_t idle = (uint64_t)w->e->pool_idle_ms;
+
+	for (struct bconn *b = w->pool, *next; b; b = next) {
+		next = b->pool_next;
+		if (!b->resetting && now - b->idle_since > idle)
+			bconn_free(b);
+	}
+}
+
 static void client_close(struct client *c)
 {
 	struct worker *w = c->w;
@@ -421,9 +574,9 @@ static void client_close(struct client *c)
 	if (c->dead)
 		return;
 	if (c->wconn)
-		bconn_free(c->wconn);
+		pool_park(c, c->wconn);
 	if (c->rconn)
-		bconn_free(c->rconn);
+		pool_park(c, c->rconn);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -1114,7 +1267,9 @@ static struct bconn *get_writer(struct client *c, const struct topology *t, char
 		no_writer_msg(t, msg, cap);
 		return NULL;
 	}
-	c->wconn = bconn_open(c, be, true);
+	c->wconn = pool_take(c, be, true);
+	if (!c->wconn)
+		c->wconn = bconn_open(c, be, true);
 	if (!c->wconn)
 		snprintf(msg, cap, "mysteer: cannot connect to the writer %s", be->name);
 	return c->wconn;
@@ -1129,7 +1284,7 @@ static struct bconn *get_reader(struct client *c, const struct topology *t, char
 	if (c->rconn)
 		bconn_free(c->rconn);
 	be = t ? pick_reader(c, t) : NULL;
-	if (be)
+	if (be && !(c->rconn = pool_take(c, be, false)))
 		c->rconn = bconn_open(c, be, false);
 	if (c->rconn)
 		return c->rconn;
@@ -1378,7 +1533,9 @@ static void decide(struct client *c, enum cls_token tok, uint32_t flags, bool is
 	struct proxy_engine *e = c->w->e;
 
 	c->cur_write = false;
-	if (flags & (CLS_F_TEMP_TABLE | CLS_F_NAMED_LOCK | CLS_F_USER_VAR_WRITE)) {
+	/* SET @a = ... is replayed from the history; SELECT @a := ... cannot be */
+	if ((flags & (CLS_F_TEMP_TABLE | CLS_F_NAMED_LOCK)) ||
+	    ((flags & CLS_F_USER_VAR_WRITE) && tok != CLS_SESSION)) {
 		if (!c->pin_writer)
 			log_debug("proxy: session of %s stays on the writer from now on", c->user);
 		c->pin_writer = true;
@@ -1875,6 +2032,7 @@ static void sweep(struct worker *w)
 	if (now - w->last_sweep < SWEEP_MS)
 		return;
 	w->last_sweep = now;
+	pool_sweep(w, now);
 	for (struct client *c = w->clients, *next; c; c = next) {
 		next = c->next;
 		if ((c->st == C_HANDSHAKE || c->st == C_SWITCH) && now > c->deadline_ms) {
@@ -1916,7 +2074,9 @@ static void *worker_main(void *arg)
 			}
 			case EV_BACKEND: {
 				struct bconn *b = (struct bconn *)t;
-				if (!b->dead)
+				if (!b->dead && b->pooled)
+					pool_event(b, ev);
+				else if (!b->dead)
 					bconn_event(b, ev);
 				break;
 			}
@@ -1927,6 +2087,8 @@ static void *worker_main(void *arg)
 	}
 	while (w->clients)
 		client_close(w->clients);
+	while (w->pool)
+		bconn_free(w->pool);
 	reap(w);
 	return NULL;
 }
@@ -1982,6 +2144,8 @@ void proxy_engine_reload(struct proxy_engine *e, const struct config *cfg)
 {
 	atomic_store(&e->ryw_mode, (int)cfg->read_your_writes);
 	atomic_store(&e->ryw_ms, cfg->read_your_writes_ms);
+	atomic_store(&e->pool_max, cfg->pool_max_per_backend);
+	atomic_store(&e->pool_idle_ms, cfg->pool_idle_timeout_ms);
 }
 
 void proxy_engine_stop(struct proxy_engine *e)
