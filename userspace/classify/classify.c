@@ -1544,7 +1544,8 @@ static inline bool nb_sensitive(const uint8_t *s, size_t len, size_t c)
  * quote is one), 16 bytes a step; the last step is loaded ending at s + len
  * (len >= 16) and the bytes before p masked off, instead of a byte loop.
  * Returns the offset after the closing quote, or 0 when unterminated. */
-static size_t nb_skip_quoted(const uint8_t *s, size_t len, size_t i, uint8_t q)
+__attribute__((target("sse2"))) static size_t nb_skip_quoted16(const uint8_t *s, size_t len,
+                                                               size_t i, uint8_t q)
 {
 	const __m128i vq = _mm_set1_epi8((char)q);
 	const __m128i vb = _mm_set1_epi8(q == '`' ? (char)q : '\\');
@@ -1573,6 +1574,52 @@ static size_t nb_skip_quoted(const uint8_t *s, size_t len, size_t i, uint8_t q)
 			m = (unsigned)_mm_movemask_epi8(
 			    _mm_or_si128(_mm_cmpeq_epi8(v, vq), _mm_cmpeq_epi8(v, vb)));
 			m &= ~0u << (i - at);
+			if (!m)
+				return 0;
+		}
+		i = at + (size_t)__builtin_ctz(m);
+		if (s[i] != q) { /* backslash: escapes the next byte */
+			i += 2;
+			continue;
+		}
+		if (i + 1 < len && s[i + 1] == q) { /* doubled quote */
+			i += 2;
+			continue;
+		}
+		return i + 1;
+	}
+}
+
+__attribute__((target("avx2"))) static size_t nb_skip_quoted32(const uint8_t *s, size_t len,
+                                                               size_t i, uint8_t q)
+{
+	const __m256i vq = _mm256_set1_epi8((char)q);
+	const __m256i vb = _mm256_set1_epi8(q == '`' ? (char)q : '\\');
+
+	for (;;) {
+		unsigned m = 0; /* 32 bits */
+		size_t at;
+
+		while (i + 32 <= len) {
+			__m256i v = _mm256_loadu_si256((const __m256i *)(s + i));
+
+			m = (unsigned)_mm256_movemask_epi8(
+			    _mm256_or_si256(_mm256_cmpeq_epi8(v, vq), _mm256_cmpeq_epi8(v, vb)));
+			if (m)
+				break;
+			i += 32;
+		}
+		at = i;
+		if (!m) { /* fewer than 16 bytes left */
+			__m256i v;
+
+			if (i >= len)
+				return 0;
+			at = len - 32;
+			v = _mm256_loadu_si256((const __m256i *)(s + at));
+			m = (unsigned)_mm256_movemask_epi8(
+			    _mm256_or_si256(_mm256_cmpeq_epi8(v, vq), _mm256_cmpeq_epi8(v, vb)));
+			m &= ~0u << (i - at); /* i - at < 32 */
 			if (!m)
 				return 0;
 		}
@@ -1674,7 +1721,8 @@ nb_body(const uint8_t *s, size_t len, size_t pos, bool query, unsigned W,
 			p = s + at + e;
 			switch (fclass[*p]) {
 			case F_QUOTE: {
-				size_t q = nb_skip_quoted(s, len, at + e + 1, *p);
+				size_t q = W == 32 ? nb_skip_quoted32(s, len, at + e + 1, *p)
+				                   : nb_skip_quoted16(s, len, at + e + 1, *p);
 
 				if (!q)
 					return false;
@@ -1725,13 +1773,11 @@ __attribute__((target("avx2"))) static bool fast_body_avx2(const uint8_t *s, siz
 enum { SIMD_UNKNOWN = 0, SIMD_SSE2, SIMD_SSSE3, SIMD_AVX2 };
 static int simd_level_cached;
 
-static int simd_level(void)
+static int simd_detect(void)
 {
-	int l = __atomic_load_n(&simd_level_cached, __ATOMIC_RELAXED);
+	int l;
 	const char *cap;
 
-	if (l != SIMD_UNKNOWN)
-		return l;
 	__builtin_cpu_init();
 	l = __builtin_cpu_supports("avx2")    ? SIMD_AVX2
 	    : __builtin_cpu_supports("ssse3") ? SIMD_SSSE3
@@ -1743,6 +1789,13 @@ static int simd_level(void)
 		l = SIMD_SSSE3;
 	__atomic_store_n(&simd_level_cached, l, __ATOMIC_RELAXED);
 	return l;
+}
+
+static inline int simd_level(void)
+{
+	int l = __atomic_load_n(&simd_level_cached, __ATOMIC_RELAXED);
+
+	return __builtin_expect(l != SIMD_UNKNOWN, 1) ? l : simd_detect();
 }
 #endif
 
