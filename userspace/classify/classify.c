@@ -3,7 +3,9 @@
  *
  * One pass over the bytes. The lexer is table-driven (a class per byte, no
  * locale) and returns one token at a time; strings and comments are skipped
- * 16 bytes at a time with SSE2 where available. The grammar keeps a small
+ * 16 bytes at a time with SSE2 where available. Plain SELECT/DML take a
+ * fast path first (bottom of this file) that classifies 32 or 16 bytes at a
+ * time with AVX2 or SSSE3 nibble tables, chosen at run time. The grammar keeps a small
  * explicit state (the current token and the two before it, a parenthesis
  * depth counter, a few booleans), never recurses and never allocates, so time
  * is linear in the input and the stack is bounded whatever the nesting.
@@ -1333,9 +1335,10 @@ static void finish_stmt(struct ps *s, enum cls_token *tok, enum cls_reason *reas
 /*
  * Most statements of an OLTP application are plain SELECT/INSERT/UPDATE/
  * DELETE with nothing in them that the grammar above would act on. The fast
- * path checks that in one byte loop without building tokens, looking words
- * up only where it must (the first word, and a word before "("), and screens
- * the other words by length and first letter only. It gives up (returns
+ * path checks that without building tokens, looking words up only where it
+ * must (a word before "("), and screens the other words by their first
+ * letters and length only (see fast_body_avx2 for the main variant; the
+ * SSE2 and byte-loop variants below are the fallback). It gives up (returns
  * false) at anything it does not handle itself (comments, variables, ";",
  * qualified or quoted calls, a word that might be FOR/INTO/LOCK/...), and the
  * full parser decides. When it does decide, the result is the one the full
