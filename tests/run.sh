@@ -23,7 +23,7 @@ record() { # name rc
 	else failed=$((failed + 1)); failures+=("$1"); echo "FAIL $1 (exit $2)"; fi
 }
 
-logdir=${TEST_LOG_DIR:-build/test-logs}
+logdir=${TEST_LOG_DIR:-${BUILD:-build}/test-logs}
 mkdir -p "$logdir"
 
 for t in $unit; do
