@@ -108,7 +108,7 @@ struct client {
 	/* the command in flight, kept whole until its answer starts, for a retry */
 	struct buf cmd;
 	enum resp_kind cur_kind;
-	bool cur_read, cur_write, fwd_started;
+	bool cur_write, fwd_started;
 	int retries;
 	uint32_t exclude_id;
 	bool has_exclude;
@@ -954,6 +954,7 @@ static void bconn_answers(struct bconn *b)
 {
 	struct client *c = b->c;
 
+again:
 	while (!b->dead && buf_used(&b->in) > 0 && buf_used(&c->out) < OUT_HIGH_WATER) {
 		uint8_t *p = b->in.d + b->in.off;
 		size_t avail = buf_used(&b->in), take;
@@ -1020,10 +1021,15 @@ static void bconn_answers(struct bconn *b)
 	}
 	if (b->dead || c->dead)
 		return;
+	bool full = buf_used(&c->out) >= OUT_HIGH_WATER;
 	if (client_flush(c) < 0) {
 		client_close(c);
 		return;
 	}
+	/* Stopped for the client's buffer, which the socket took at once: the
+	 * rest is already here, and no backend event will announce it again. */
+	if (full && buf_used(&c->out) < OUT_HIGH_WATER && buf_used(&b->in) > 0)
+		goto again;
 	bconn_update(b);
 }
 
@@ -1497,8 +1503,29 @@ static void route_cmd(struct client *c)
 		bconn_fail(b, "write failed");
 }
 
+/* An earlier identical statement is superseded by the new one: applications
+ * that repeat SET NAMES or SET time_zone on every request keep a short
+ * history. */
+static void hist_drop_same(struct client *c, const uint8_t *p, size_t n)
+{
+	struct bconn *conns[2] = {c->wconn, c->rconn};
+
+	for (size_t i = 0; i < c->nhist; i++) {
+		if (c->hist[i].n != n || memcmp(c->hist[i].p, p, n))
+			continue;
+		free(c->hist[i].p);
+		memmove(&c->hist[i], &c->hist[i + 1], (c->nhist - i - 1) * sizeof(c->hist[0]));
+		c->nhist--;
+		for (int k = 0; k < 2; k++)
+			if (conns[k] && conns[k]->hist_applied > i)
+				conns[k]->hist_applied--;
+		return;
+	}
+}
+
 static int hist_add(struct client *c, const uint8_t *p, size_t n)
 {
+	hist_drop_same(c, p, n);
 	if (c->nhist == c->hist_cap) {
 		size_t cap = c->hist_cap ? c->hist_cap * 2 : 8;
 		struct hist *h = realloc(c->hist, cap * sizeof(*h));
