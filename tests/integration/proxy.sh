@@ -128,6 +128,9 @@ PY
 cat "$T/hostile.out" | sed 's/^/# /'
 check "garbage bytes get an ERR or a close" grep -Eq "^garbage: (err|closed)" "$T/hostile.out"
 check "a silent client is dropped" grep -q "^silent: dropped" "$T/hostile.out"
+out=$(python3 "$(dirname "$0")/proxy_chaos.py" $PP 1 150 2>&1)
+measured "random and malformed commands: $out"
+check "random and malformed commands all get an answer (no hang)" grep -q "timeouts 0 " <<<"$out"
 check_eq "the proxy still serves after hostile clients" 1 "$(p 'SELECT 1')"
 
 # --- sysbench ---------------------------------------------------------------
