@@ -15,6 +15,7 @@ itest_sandbox_up
 PROXY_RUN=$ITEST_BUILD/tests/proxy_run
 PP=6450
 ITEST_PROXY_EXTRA="handshake_timeout_ms = 1000
+max_client_connections = 40
 read_your_writes = gtid
 read_your_writes_ms = 500
 workers = 2"
@@ -128,6 +129,19 @@ PY
 cat "$T/hostile.out" | sed 's/^/# /'
 check "garbage bytes get an ERR or a close" grep -Eq "^garbage: (err|closed)" "$T/hostile.out"
 check "a silent client is dropped" grep -q "^silent: dropped" "$T/hostile.out"
+out=$(python3 - $PP <<'PY'
+import socket, sys
+socks, refused = [], 0
+for i in range(45):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+    d = s.recv(4096)
+    if d[4:5] == b'\xff' and d[5:7] == (1040).to_bytes(2, 'little'):
+        refused += 1
+    socks.append(s)
+print(refused)
+PY
+)
+check_eq "max_client_connections = 40: the 5 connections beyond get ERR 1040" 5 "$out"
 out=$(python3 "$(dirname "$0")/proxy_chaos.py" $PP 1 150 2>&1)
 measured "random and malformed commands: $out"
 check "random and malformed commands all get an answer (no hang)" grep -q "timeouts 0 " <<<"$out"
