@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#define EV_READ 1u
+#define EV_READ  1u
 #define EV_WRITE 2u
 
 struct evloop;

@@ -52,7 +52,7 @@ void log_vmsg(enum log_level lvl, const char *fmt, va_list ap)
 	localtime_r(&ts.tv_sec, &tm);
 	n = strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", &tm);
 	n += (size_t)snprintf(buf + n, sizeof(buf) - n, ".%03ld %s: ", ts.tv_nsec / 1000000,
-			      level_names[lvl]);
+	                      level_names[lvl]);
 	int m = vsnprintf(buf + n, sizeof(buf) - n - 1, fmt, ap);
 	if (m < 0)
 		return;

@@ -21,8 +21,8 @@ void log_msg(enum log_level lvl, const char *fmt, ...) __attribute__((format(pri
 void log_vmsg(enum log_level lvl, const char *fmt, va_list ap);
 
 #define log_error(...) log_msg(LOG_LVL_ERROR, __VA_ARGS__)
-#define log_warn(...) log_msg(LOG_LVL_WARN, __VA_ARGS__)
-#define log_info(...) log_msg(LOG_LVL_INFO, __VA_ARGS__)
+#define log_warn(...)  log_msg(LOG_LVL_WARN, __VA_ARGS__)
+#define log_info(...)  log_msg(LOG_LVL_INFO, __VA_ARGS__)
 #define log_debug(...)                                                                             \
 	do {                                                                                       \
 		if (log_get_level() >= LOG_LVL_DEBUG)                                              \

@@ -42,9 +42,9 @@ struct topo_backend {
 	bool replicating; /* IO and SQL threads running */
 	bool has_lag;     /* lag_s valid: a replica with replication running */
 	double lag_s;
-	double probe_ms;           /* latency of the last good probe */
-	int64_t last_probe_ms;     /* CLOCK_REALTIME ms of the last probe, 0 never */
-	char last_error[160];      /* why it is down, "" when up */
+	double probe_ms;       /* latency of the last good probe */
+	int64_t last_probe_ms; /* CLOCK_REALTIME ms of the last probe, 0 never */
+	char last_error[160];  /* why it is down, "" when up */
 };
 
 struct topo_route {
@@ -81,7 +81,7 @@ bool topo_backend_usable(const struct topo_backend *b);
  * returns the count.
  */
 size_t topo_route_targets(const struct topology *t, const struct topo_route *r, int *idx,
-			  size_t max);
+                          size_t max);
 
 const struct topo_backend *topo_find(const struct topology *t, const char *name);
 
