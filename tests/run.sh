@@ -5,7 +5,7 @@
 set -u
 cd "$(dirname "$0")/.."
 
-unit="" fuzz="" integ="" asan=0 fuzz_runs=200000
+unit="" fuzz="" integ="" asan=0 fuzz_runs=200000 vg=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--unit) unit="$2"; shift 2 ;;
@@ -13,6 +13,7 @@ while [ $# -gt 0 ]; do
 	--fuzz-runs) fuzz_runs="$2"; shift 2 ;;
 	--integ) integ="$2"; shift 2 ;;
 	--asan) asan=1; shift ;;
+	--valgrind) vg="$2"; shift 2 ;;
 	*) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -55,6 +56,17 @@ for t in $integ; do
 	[ $rc -ne 0 ] && tail -n 40 "$logdir/$name.log"
 	echo "   ($(($(date +%s) - start)) s)"
 	record "integration:$name" $rc
+done
+
+# Unit tests under valgrind's memcheck, in one process (CK_FORK=no) so leaks
+# are seen: any error or definite leak fails the run.
+for t in $vg; do
+	name=$(basename "$t")
+	echo "== valgrind $name"
+	CK_FORK=no valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite \
+		"$t" >"$logdir/valgrind-$name.log" 2>&1; rc=$?
+	[ $rc -ne 0 ] && tail -n 30 "$logdir/valgrind-$name.log"
+	record "valgrind:$name" $rc
 done
 
 if [ $asan -eq 1 ]; then
