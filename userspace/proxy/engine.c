@@ -37,6 +37,7 @@
 #include "classify/classify.h"
 #include "common/log.h"
 #include "common/topology.h"
+#include "proxy/routines.h"
 #include "proxy/proto.h"
 
 #define SERVER_VERSION  "5.5.5-10.11.6-MariaDB-mysteer"
@@ -183,6 +184,8 @@ struct proxy_engine {
 	_Atomic uint64_t be_active[PROXY_MAX_IDS], be_opened[PROXY_MAX_IDS],
 	    be_failed[PROXY_MAX_IDS];
 	_Atomic uint32_t next_conn_id;
+	_Atomic bool trust_routines;
+	struct proxy_routines *routines;
 };
 
 struct worker {
@@ -199,6 +202,8 @@ struct worker {
 	uint64_t next_serial;
 	struct bconn *pool; /* idle backend connections, reset, of any user */
 	uint64_t last_sweep;
+	struct rt_snap *rt; /* this worker's reference to the routine table */
+	uint64_t rt_gen;
 };
 
 /* ---- buffers ---- */
@@ -1547,8 +1552,17 @@ static int hist_add(struct client *c, const uint8_t *p, size_t n)
 /* Sets c->route (and the session flags) for a COM_QUERY. */
 static void classify(struct client *c, const uint8_t *sql, size_t len, struct cls_result *res)
 {
+	struct worker *w = c->w;
+	struct proxy_engine *e = w->e;
 	struct cls_options opt = {.current_db = c->db, .current_db_len = strlen(c->db)};
 
+	if (e->routines && rt_generation(e->routines) != w->rt_gen) {
+		struct rt_snap *old = w->rt;
+		w->rt = rt_snap_get(e->routines, &w->rt_gen);
+		rt_snap_put(old);
+	}
+	opt.routines = w->rt ? w->rt->rt : NULL;
+	opt.trust_routines = atomic_load_explicit(&e->trust_routines, memory_order_relaxed);
 	cls_classify(&opt, (const char *)sql, len, res);
 }
 
@@ -2173,6 +2187,7 @@ void proxy_engine_reload(struct proxy_engine *e, const struct config *cfg)
 	atomic_store(&e->ryw_ms, cfg->read_your_writes_ms);
 	atomic_store(&e->pool_max, cfg->pool_max_per_backend);
 	atomic_store(&e->pool_idle_ms, cfg->pool_idle_timeout_ms);
+	atomic_store(&e->trust_routines, cfg->trust_routine_characteristics);
 }
 
 void proxy_engine_stop(struct proxy_engine *e)
@@ -2190,8 +2205,10 @@ void proxy_engine_stop(struct proxy_engine *e)
 			log_warn("proxy: waking a worker: %s", strerror(errno));
 		pthread_join(w->th, NULL);
 	}
+	rt_loader_stop(e->routines);
 	for (int i = 0; i < e->nworkers; i++) {
 		struct worker *w = &e->workers[i];
+		rt_snap_put(w->rt);
 		if (w->lfd >= 0)
 			close(w->lfd);
 		if (w->wakefd >= 0)
@@ -2251,6 +2268,8 @@ struct proxy_engine *proxy_engine_start(const struct config *cfg, const char *ad
 		return NULL;
 	}
 	e->nworkers = n;
+	e->routines = rt_loader_start(cfg->probe_user, cfg->probe_password,
+	                              (unsigned)(cfg->interval_ms > 0 ? cfg->interval_ms : 1000));
 	for (int i = 0; i < n; i++)
 		e->workers[i].ep = e->workers[i].lfd = e->workers[i].wakefd = -1;
 	for (int i = 0; i < n; i++) {

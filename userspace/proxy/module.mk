@@ -17,7 +17,7 @@ $(BUILD)/fuzz/fuzz_proto: tests/fuzz/fuzz_proto.c userspace/proxy/proto.c usersp
 
 # The engine and the service go into mysteerd; they need the classifier.
 PROXY_OBJS := $(PROTO_OBJS) $(BUILD)/obj/userspace/proxy/engine.o \
-	      $(BUILD)/obj/userspace/proxy/service.o
+	      $(BUILD)/obj/userspace/proxy/service.o $(BUILD)/obj/userspace/proxy/routines.o
 
 # proxy_run: the engine without mysteerd, for tests/integration/proxy.sh.
 BINS += $(BUILD)/tests/proxy_run
@@ -27,7 +27,7 @@ $(BUILD)/tests/proxy_run: $(BUILD)/obj/tests/integration/proxy_run.o $(PROXY_OBJ
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 DAEMON_OBJS += $(PROXY_OBJS) $(CLASSIFY_OBJS)
-INTEG_TESTS += tests/integration/proxy.sh
+INTEG_TESTS += tests/integration/proxy.sh tests/integration/proxy_routines.sh
 
 # proxy_ps: a libmysqlclient test client for prepared statements through 6450.
 BINS += $(BUILD)/tests/proxy_ps
