@@ -592,12 +592,49 @@ static void print_routes(json_object *st, FILE *out)
 	free(t.cells);
 }
 
+/* The 6450 proxy's pools, when the daemon runs it. */
+static void print_pool(json_object *st, FILE *out)
+{
+	json_object *pool;
+	struct table t = {.cols = 5};
+	size_t n, r = 1;
+
+	if (!json_object_object_get_ex(st, "pool", &pool) ||
+	    !json_object_is_type(pool, json_type_object))
+		return;
+	n = (size_t)json_object_object_length(pool);
+	t.cells = calloc(n + 1, sizeof(*t.cells));
+	if (!t.cells)
+		return;
+	cell(&t, 0, 0, "POOL");
+	cell(&t, 0, 1, "IDLE");
+	cell(&t, 0, 2, "IN_USE");
+	cell(&t, 0, 3, "OPENED");
+	cell(&t, 0, 4, "REUSED");
+	json_object_object_foreach(pool, name, o)
+	{
+		if (r > n)
+			break;
+		cell(&t, r, 0, "%s", name);
+		jnum(t.cells[r][1], sizeof(t.cells[0][1]), o, "idle", "%d", "");
+		jnum(t.cells[r][2], sizeof(t.cells[0][2]), o, "in_use", "%d", "");
+		jnum(t.cells[r][3], sizeof(t.cells[0][3]), o, "opened", "%d", "");
+		jnum(t.cells[r][4], sizeof(t.cells[0][4]), o, "reused", "%d", "");
+		r++;
+	}
+	t.rows = r;
+	fputc('\n', out);
+	print_table(&t, out);
+	free(t.cells);
+}
+
 void ctl_print_status(json_object *status, FILE *out, int64_t now_ms)
 {
 	fprintf(out, "writer: %s\n", jstr(status, "writer", "none"));
 	print_backends(status, out, now_ms);
 	fputc('\n', out);
 	print_routes(status, out);
+	print_pool(status, out);
 }
 
 /* ---- commands that are more than one exchange ---- */

@@ -183,6 +183,9 @@ struct proxy_engine {
 	/* per backend id (ids above PROXY_MAX_IDS are not counted) */
 	_Atomic uint64_t be_active[PROXY_MAX_IDS], be_opened[PROXY_MAX_IDS],
 	    be_failed[PROXY_MAX_IDS];
+	/* pool figures: idle now, new connections, sessions served from the pool */
+	_Atomic int be_idle[PROXY_MAX_IDS];
+	_Atomic uint64_t be_connects[PROXY_MAX_IDS], be_reused[PROXY_MAX_IDS];
 	_Atomic uint32_t next_conn_id;
 	_Atomic bool trust_routines;
 	struct proxy_routines *routines;
@@ -400,6 +403,8 @@ static void bconn_free(struct bconn *b)
 	if (b->dead)
 		return;
 	if (b->pooled) {
+		if (b->backend_id < PROXY_MAX_IDS)
+			atomic_fetch_sub(&b->w->e->be_idle[b->backend_id], 1);
 		for (struct bconn **pp = &b->w->pool; *pp; pp = &(*pp)->pool_next)
 			if (*pp == b) {
 				*pp = b->pool_next;
@@ -490,6 +495,8 @@ static void pool_park(struct client *c, struct bconn *b)
 	b->pooled = true;
 	b->pool_next = w->pool;
 	w->pool = b;
+	if (b->backend_id < PROXY_MAX_IDS)
+		atomic_fetch_add(&w->e->be_idle[b->backend_id], 1);
 	if (bconn_flush(b) < 0)
 		bconn_free(b);
 }
@@ -540,6 +547,10 @@ static struct bconn *pool_take(struct client *c, const struct topo_backend *be, 
 			continue;
 		*pp = b->pool_next;
 		b->pooled = false;
+		if (b->backend_id < PROXY_MAX_IDS) {
+			atomic_fetch_sub(&w->e->be_idle[b->backend_id], 1);
+			atomic_fetch_add(&w->e->be_reused[b->backend_id], 1);
+		}
 		b->c = c;
 		b->writer = writer;
 		if (c->db0[0]) {
@@ -1192,6 +1203,7 @@ static struct bconn *bconn_open(struct client *c, const struct topo_backend *be,
 	if (be->id < PROXY_MAX_IDS) {
 		atomic_fetch_add(&c->w->e->be_active[be->id], 1);
 		atomic_fetch_add(&c->w->e->be_opened[be->id], 1);
+		atomic_fetch_add(&c->w->e->be_connects[be->id], 1);
 	}
 	return b;
 }
@@ -2303,4 +2315,17 @@ void proxy_engine_stats(struct proxy_engine *e, int *clients, int *backend_conns
 	*clients = e ? atomic_load(&e->nclients) : 0;
 	*backend_conns = e ? atomic_load(&e->nbconns) : 0;
 	*workers = e ? e->nworkers : 0;
+}
+
+void proxy_engine_pool(struct proxy_engine *e, uint32_t id, struct proxy_pool_stats *ps)
+{
+	memset(ps, 0, sizeof(*ps));
+	if (!e || id >= PROXY_MAX_IDS)
+		return;
+	ps->idle = atomic_load(&e->be_idle[id]);
+	ps->in_use = (int)atomic_load(&e->be_active[id]) - ps->idle;
+	if (ps->in_use < 0)
+		ps->in_use = 0;
+	ps->opened = atomic_load(&e->be_connects[id]);
+	ps->reused = atomic_load(&e->be_reused[id]);
 }

@@ -33,4 +33,13 @@ void proxy_engine_counters(struct proxy_engine *e, uint32_t id, struct backend_c
 /* Client sessions, backend connections, worker threads now. Thread-safe. */
 void proxy_engine_stats(struct proxy_engine *e, int *clients, int *backend_conns, int *workers);
 
+struct proxy_pool_stats {
+	int idle;        /* reset connections waiting in the pools */
+	int in_use;      /* held by sessions (or being reset) */
+	uint64_t opened; /* new backend connections since start */
+	uint64_t reused; /* sessions given a pooled connection instead */
+};
+/* Pool figures of one backend id, summed over the workers. Thread-safe. */
+void proxy_engine_pool(struct proxy_engine *e, uint32_t id, struct proxy_pool_stats *ps);
+
 #endif

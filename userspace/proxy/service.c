@@ -6,6 +6,7 @@
 #include <json-c/json.h>
 #include <stdio.h>
 
+#include "common/topology.h"
 #include "proxy/proxy.h"
 
 static struct proxy_engine *engine;
@@ -48,8 +49,35 @@ static void proxy_counters(uint32_t backend_id, struct backend_counters *c)
 	proxy_engine_counters(engine, backend_id, c);
 }
 
-/* "proxy": {"clients": N, "backend_connections": N, "workers": N}. Pool
- * figures come with the pool. */
+/* "pool": {"NAME": {"idle", "in_use", "opened", "reused"}} per backend of
+ * the topology now. */
+static void pool_status(struct json_object *root)
+{
+	const struct topology *t = topo_current();
+	struct json_object *pool;
+
+	if (!t)
+		return;
+	pool = json_object_new_object();
+	for (size_t i = 0; pool && i < t->nbackends; i++) {
+		struct proxy_pool_stats ps;
+		struct json_object *o = json_object_new_object();
+		if (!o)
+			break;
+		proxy_engine_pool(engine, t->backends[i].id, &ps);
+		json_object_object_add(o, "idle", json_object_new_int(ps.idle));
+		json_object_object_add(o, "in_use", json_object_new_int(ps.in_use));
+		json_object_object_add(o, "opened", json_object_new_int64((int64_t)ps.opened));
+		json_object_object_add(o, "reused", json_object_new_int64((int64_t)ps.reused));
+		json_object_object_add(pool, t->backends[i].name, o);
+	}
+	topo_put(t);
+	if (pool)
+		json_object_object_add(root, "pool", pool);
+}
+
+/* "proxy": {"clients": N, "backend_connections": N, "workers": N} and the
+ * pool figures. */
 static void proxy_status(struct json_object *root)
 {
 	struct json_object *o;
@@ -65,6 +93,7 @@ static void proxy_status(struct json_object *root)
 	json_object_object_add(o, "backend_connections", json_object_new_int(conns));
 	json_object_object_add(o, "workers", json_object_new_int(workers));
 	json_object_object_add(root, "proxy", o);
+	pool_status(root);
 }
 
 const struct service_ops proxy_service = {

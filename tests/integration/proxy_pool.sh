@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# proxy_pool.sh - the 6450 proxy's pool figures under mysteerd: `mysteerctl
+# status` (table and --json) shows per backend the idle and in-use pooled
+# connections, how many were opened and how many sessions reused one.
+. "$(dirname "$0")/lib.sh"
+itest_init proxy_pool
+itest_sandbox_up
+
+PP=6450
+p() { mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp --connect-timeout=5 -N -B -e "$1"; }
+pool() { status_json | json_get "sum(v['$1'] for v in d.get('pool', {}).values())"; }
+
+ITEST_PROXY_EXTRA="workers = 1
+pool_idle_timeout_ms = 60000" itest_write_config "$T/mysteer.conf"
+itest_daemon_start "$T/mysteer.conf" || { itest_done; exit 1; }
+wait_until 15 bash -c "[ \"\$(mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp -N -B -e 'SELECT @@port' 2>/dev/null)\" != '' ]" >/dev/null
+
+# A session holding its connections: in_use counts them.
+mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp -N -B \
+	-e "DO 1; SELECT SLEEP(3)" >/dev/null 2>&1 &
+cpid=$!
+wait_until 5 bash -c "[ \$($MYSTEERCTL --socket $T/admin.sock --json status | python3 -c 'import json,sys; d=json.load(sys.stdin); print(sum(v[\"in_use\"] for v in d.get(\"pool\",{}).values()))') -gt 0 ]" >/dev/null
+in_use=$(pool in_use)
+measured "pool while a session runs: in_use $in_use, idle $(pool idle)"
+check "a running session shows in_use > 0" [ "$in_use" -gt 0 ]
+wait "$cpid"
+
+for i in $(seq 1 10); do p "SELECT 1" >/dev/null; done
+sleep 0.3
+idle=$(pool idle) opened=$(pool opened) reused=$(pool reused)
+measured "pool after 11 sessions: idle $idle, in_use $(pool in_use), opened $opened, reused $reused"
+check "ended sessions leave idle pooled connections" [ "$idle" -gt 0 ]
+check "later sessions reuse pooled connections" [ "$reused" -ge 9 ]
+check "fewer connections opened than sessions served" [ "$opened" -lt 11 ]
+out=$(ctl status)
+echo "$out" | sed -n '/^POOL/,$p' | sed 's/^/# /'
+check "mysteerctl status prints a pool section" grep -q "^POOL *IDLE *IN_USE *OPENED *REUSED" <<<"$out"
+check "the pool section has a row per backend with the idle count" \
+	bash -c "echo \"\$1\" | awk '/^POOL/{f=1;next} f&&NF==5{s+=\$2} END{exit !(s==$idle)}'" _ "$out"
+itest_daemon_stop
+itest_done
