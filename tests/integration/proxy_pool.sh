@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # proxy_pool.sh - the 6450 proxy's pool figures under mysteerd: `mysteerctl
 # status` (table and --json) shows per backend the idle and in-use pooled
-# connections, how many were opened and how many sessions reused one.
+# connections, how many were opened and how many sessions reused one; and
+# pool_min_idle keeps warm connections of users with a plain password.
 . "$(dirname "$0")/lib.sh"
 itest_init proxy_pool
 itest_sandbox_up
@@ -10,9 +11,19 @@ PP=6450
 p() { mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp --connect-timeout=5 -N -B -e "$1"; }
 pool() { status_json | json_get "sum(v['$1'] for v in d.get('pool', {}).values())"; }
 
-ITEST_PROXY_EXTRA="workers = 1
-pool_idle_timeout_ms = 60000" itest_write_config "$T/mysteer.conf"
+ITEST_PROXY_EXTRA="workers = 2
+pool_min_idle = 2
+pool_idle_timeout_ms = 1000" itest_write_config "$T/mysteer.conf"
 itest_daemon_start "$T/mysteer.conf" || { itest_done; exit 1; }
+
+# pool_min_idle = 2: before any client, each usable backend holds 2 idle
+# connections of app (the only user with a plain password).
+apps() { sql_root "$1" "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER='app'"; }
+wait_until 10 bash -c "[ \$($MYSTEERCTL --socket $T/admin.sock --json status | python3 -c 'import json,sys; d=json.load(sys.stdin); print(sum(v[\"idle\"] for v in d.get(\"pool\",{}).values()))') -ge 6 ]" >/dev/null
+measured "warm before any client: app sessions on $P1/$P2/$P3: $(apps $P1)/$(apps $P2)/$(apps $P3), pool idle $(pool idle)"
+for port in $P1 $P2 $P3; do
+	check_eq "pool_min_idle: 2 warm app connections on $port before any client" 2 "$(apps $port)"
+done
 wait_until 15 bash -c "[ \"\$(mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp -N -B -e 'SELECT @@port' 2>/dev/null)\" != '' ]" >/dev/null
 
 # A session holding its connections: in_use counts them.
@@ -30,8 +41,13 @@ sleep 0.3
 idle=$(pool idle) opened=$(pool opened) reused=$(pool reused)
 measured "pool after 11 sessions: idle $idle, in_use $(pool in_use), opened $opened, reused $reused"
 check "ended sessions leave idle pooled connections" [ "$idle" -gt 0 ]
-check "later sessions reuse pooled connections" [ "$reused" -ge 9 ]
-check "fewer connections opened than sessions served" [ "$opened" -lt 11 ]
+check "later sessions reuse pooled connections" [ "$reused" -ge 6 ]
+check "fewer connections opened than sessions served" [ "$opened" -lt 17 ]
+# The idle timeout (1 s) closes nothing at or below the minimum.
+sleep 1.5
+for port in $P1 $P2 $P3; do
+	check "pool_idle_timeout_ms keeps the 2 warm connections on $port ($(apps $port))" [ "$(apps $port)" -ge 2 ]
+done
 out=$(ctl status)
 echo "$out" | sed -n '/^POOL/,$p' | sed 's/^/# /'
 check "mysteerctl status prints a pool section" grep -q "^POOL *IDLE *IN_USE *OPENED *REUSED" <<<"$out"

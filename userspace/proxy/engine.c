@@ -19,6 +19,7 @@
 #include "proxy/proxy.h"
 
 #include <arpa/inet.h>
+#include <openssl/sha.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -88,6 +89,11 @@ struct bconn;
 
 struct client {
 	enum ev_type type; /* first: epoll data points here */
+	/* a ghost: no socket, only the login of a user with a plain password,
+	 * for warm pool connections (pool_min_idle); warming[id] counts the
+	 * connections logging in */
+	bool ghost;
+	int *warming;
 	struct worker *w;
 	int fd;
 	enum cstate st;
@@ -147,6 +153,7 @@ struct bconn {
 	/* in the worker's pool (c == NULL): whose it may become */
 	bool pooled, resetting;
 	struct bconn *pool_next;
+	struct bconn *warm_next; /* in the worker's list of warm logins */
 	uint64_t idle_since;
 	char pool_user[128];
 	uint32_t pool_caps;
@@ -166,6 +173,8 @@ struct bconn {
 struct user_entry {
 	char name[TOPO_NAME_MAX];
 	uint8_t stage2[SHA1_LEN];
+	uint8_t stage1[SHA1_LEN];
+	bool has_password; /* stage1 known: its pools are kept warm */
 	bool has_hash;
 };
 
@@ -177,7 +186,7 @@ struct proxy_engine {
 	int max_clients, handshake_timeout_ms;
 	uint32_t max_packet;
 	_Atomic int ryw_mode, ryw_ms;
-	_Atomic int pool_max, pool_idle_ms;
+	_Atomic int pool_max, pool_idle_ms, pool_min_idle;
 	_Atomic int nclients;
 	_Atomic int nbconns;
 	/* per backend id (ids above PROXY_MAX_IDS are not counted) */
@@ -205,6 +214,9 @@ struct worker {
 	uint64_t next_serial;
 	struct bconn *pool; /* idle backend connections, reset, of any user */
 	uint64_t last_sweep;
+	struct client *ghosts; /* one per user with a plain password */
+	struct bconn *warming; /* warm connections still logging in */
+	size_t nghosts;
 	struct rt_snap *rt; /* this worker's reference to the routine table */
 	uint64_t rt_gen;
 };
@@ -394,6 +406,15 @@ static bool ps_ready_on(const struct pstmt *ps, const struct bconn *b)
 
 /* ---- object lifetime ---- */
 
+static void warm_unlink(struct bconn *b)
+{
+	for (struct bconn **pp = &b->w->warming; *pp; pp = &(*pp)->warm_next)
+		if (*pp == b) {
+			*pp = b->warm_next;
+			break;
+		}
+}
+
 /* Objects are unlinked and closed at once but freed after the event batch, so
  * that a pointer held up the call stack can still be asked ->dead. */
 static void bconn_free(struct bconn *b)
@@ -412,7 +433,12 @@ static void bconn_free(struct bconn *b)
 			}
 		b->pooled = false;
 	}
-	if (c) {
+	if (c && c->ghost) {
+		warm_unlink(b);
+		if (b->backend_id < PROXY_MAX_IDS)
+			c->warming[b->backend_id]--;
+	}
+	if (c && !c->ghost) {
 		if (c->wconn == b)
 			c->wconn = NULL;
 		if (c->rconn == b)
@@ -443,6 +469,8 @@ static void hist_clear(struct client *c)
 }
 
 /* ---- pool ---- */
+
+static void bconn_update(struct bconn *b);
 
 static int bconn_flush(struct bconn *b);
 static int bconn_read(struct bconn *b);
@@ -572,15 +600,70 @@ static struct bconn *pool_take(struct client *c, const struct topo_backend *be, 
 	return NULL;
 }
 
+/* This worker's share of pool_min_idle: the minimum is per (backend, user)
+ * over all workers. */
+static int min_idle_share(struct worker *w)
+{
+	int min = atomic_load(&w->e->pool_min_idle), n = w->e->nworkers ? w->e->nworkers : 1;
+	int i = (int)(w - w->e->workers);
+
+	return min / n + (i < min % n);
+}
+
+static int pool_count_user(struct worker *w, uint32_t backend_id, const char *user)
+{
+	int n = 0;
+
+	for (struct bconn *b = w->pool; b; b = b->pool_next)
+		n += b->backend_id == backend_id && !strcmp(b->pool_user, user);
+	return n;
+}
+
+static bool keeps_warm(struct worker *w, const char *user)
+{
+	for (size_t i = 0; i < w->nghosts; i++)
+		if (!strcmp(w->ghosts[i].user, user))
+			return true;
+	return false;
+}
+
 static void pool_sweep(struct worker *w, uint64_t now)
 {
 	uint64_t idle = (uint64_t)w->e->pool_idle_ms;
+	int min = min_idle_share(w);
 
 	for (struct bconn *b = w->pool, *next; b; b = next) {
 		next = b->pool_next;
-		if (!b->resetting && now - b->idle_since > idle)
-			bconn_free(b);
+		if (b->resetting || now - b->idle_since <= idle)
+			continue;
+		if (min > 0 && keeps_warm(w, b->pool_user) &&
+		    pool_count_user(w, b->backend_id, b->pool_user) <= min)
+			continue;
+		bconn_free(b);
 	}
+}
+
+/* A warm connection logged in: into the pool as a fresh one (nothing to
+ * reset). */
+static void warm_park(struct bconn *b)
+{
+	struct client *g = b->c;
+	struct worker *w = b->w;
+
+	if (b->backend_id < PROXY_MAX_IDS)
+		g->warming[b->backend_id]--;
+	warm_unlink(b);
+	b->c = NULL;
+	snprintf(b->pool_user, sizeof(b->pool_user), "%s", g->user);
+	b->pool_has_db = false;
+	b->resetting = false;
+	b->idle_since = now_ms();
+	b->pooled = true;
+	b->pool_next = w->pool;
+	w->pool = b;
+	if (b->backend_id < PROXY_MAX_IDS)
+		atomic_fetch_add(&w->e->be_idle[b->backend_id], 1);
+	bconn_update(b);
 }
 
 static void client_close(struct client *c)
@@ -846,6 +929,10 @@ static void bconn_login(struct bconn *b, const uint8_t *p, size_t n, uint8_t seq
 		log_warn("proxy: backend %s lacks capabilities the client uses", b->name);
 	r.max_packet = 1u << 30;
 	r.charset = c->charset;
+	/* a ghost's caps may follow a client before this login is done: the
+	 * pool matches on what this connection logged in with */
+	b->pool_caps = c->caps;
+	b->pool_charset = c->charset;
 	snprintf(r.user, sizeof(r.user), "%s", c->user);
 	snprintf(r.plugin, sizeof(r.plugin), "%s", NATIVE_PLUGIN);
 	native_reply(hs.scramble, c->stage1, r.auth);
@@ -1129,6 +1216,10 @@ static void bconn_pump(struct bconn *b)
 			bconn_login(b, p, payload, seq);
 		else
 			bconn_auth_reply(b, p, payload, seq);
+	}
+	if (!b->dead && b->st == B_READY && b->c && b->c->ghost) {
+		warm_park(b);
+		return;
 	}
 	if (!b->dead && b->st == B_READY)
 		bconn_answers(b);
@@ -1890,6 +1981,13 @@ static void check_password(struct client *c, const uint8_t *reply, size_t n, uin
 	}
 	c->st = C_IDLE;
 	c->deadline_ms = 0;
+	/* warm connections log in like the last client of this user, so that
+	 * the next one of its kind can take them */
+	for (size_t i = 0; i < c->w->nghosts; i++)
+		if (!strcmp(c->w->ghosts[i].user, c->user)) {
+			c->w->ghosts[i].caps = c->caps;
+			c->w->ghosts[i].charset = c->charset;
+		}
 	client_ok(c, seq);
 }
 
@@ -2077,6 +2175,74 @@ static void accept_clients(struct worker *w)
 	}
 }
 
+/* Opens what pool_min_idle asks for: per usable backend and user with a
+ * plain password, idle plus logging-in connections up to this worker's
+ * share. Refills after use, since a taken connection leaves the count. */
+static void pool_warm(struct worker *w)
+{
+	int min = min_idle_share(w);
+	const struct topology *t;
+
+	if (min <= 0 || w->nghosts == 0)
+		return;
+	t = topo_current();
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->nbackends; i++) {
+		const struct topo_backend *be = &t->backends[i];
+		if (!topo_backend_usable(be) || be->id >= PROXY_MAX_IDS)
+			continue;
+		for (size_t g = 0; g < w->nghosts; g++) {
+			struct client *gh = &w->ghosts[g];
+			int have = pool_count_user(w, be->id, gh->user) + gh->warming[be->id];
+			for (; have < min; have++) {
+				struct bconn *b = bconn_open(gh, be, be->role == ROLE_WRITER);
+				if (!b)
+					break;
+				gh->warming[be->id]++;
+				b->warm_next = w->warming;
+				w->warming = b;
+			}
+		}
+	}
+	topo_put(t);
+}
+
+static int ghosts_init(struct worker *w)
+{
+	struct proxy_engine *e = w->e;
+
+	w->ghosts = calloc(e->nusers ? e->nusers : 1, sizeof(*w->ghosts));
+	if (!w->ghosts)
+		return -1;
+	for (size_t i = 0; i < e->nusers; i++) {
+		struct client *g = &w->ghosts[w->nghosts];
+		if (!e->users[i].has_password)
+			continue;
+		g->warming = calloc(PROXY_MAX_IDS, sizeof(*g->warming));
+		if (!g->warming)
+			return -1;
+		g->ghost = true;
+		g->w = w;
+		g->fd = -1;
+		snprintf(g->user, sizeof(g->user), "%s", e->users[i].name);
+		memcpy(g->stage1, e->users[i].stage1, SHA1_LEN);
+		g->caps = PROXY_CAPS & ~(CAP_CONNECT_ATTRS | CAP_CONNECT_WITH_DB);
+		g->charset = 45; /* utf8mb4_general_ci, the MariaDB client's default */
+		w->nghosts++;
+	}
+	return 0;
+}
+
+static void ghosts_free(struct worker *w)
+{
+	for (size_t i = 0; w->ghosts && i < w->nghosts; i++)
+		free(w->ghosts[i].warming);
+	free(w->ghosts);
+	w->ghosts = NULL;
+	w->nghosts = 0;
+}
+
 /* Drops clients that did not finish the handshake in time. */
 static void sweep(struct worker *w)
 {
@@ -2086,6 +2252,7 @@ static void sweep(struct worker *w)
 		return;
 	w->last_sweep = now;
 	pool_sweep(w, now);
+	pool_warm(w);
 	for (struct client *c = w->clients, *next; c; c = next) {
 		next = c->next;
 		if ((c->st == C_HANDSHAKE || c->st == C_SWITCH) && now > c->deadline_ms) {
@@ -2142,6 +2309,8 @@ static void *worker_main(void *arg)
 		client_close(w->clients);
 	while (w->pool)
 		bconn_free(w->pool);
+	while (w->warming)
+		bconn_free(w->warming);
 	reap(w);
 	return NULL;
 }
@@ -2188,6 +2357,10 @@ static void copy_users(struct proxy_engine *e, const struct config *cfg)
 	for (size_t i = 0; i < cfg->nusers; i++) {
 		snprintf(e->users[i].name, sizeof(e->users[i].name), "%s", cfg->users[i].name);
 		memcpy(e->users[i].stage2, cfg->users[i].hash_stage2, SHA1_LEN);
+		e->users[i].has_password = cfg->users[i].has_password;
+		if (cfg->users[i].has_password)
+			SHA1((const unsigned char *)cfg->users[i].password,
+			     strlen(cfg->users[i].password), e->users[i].stage1);
 		e->users[i].has_hash = cfg->users[i].has_hash;
 	}
 	e->nusers = cfg->nusers;
@@ -2199,6 +2372,7 @@ void proxy_engine_reload(struct proxy_engine *e, const struct config *cfg)
 	atomic_store(&e->ryw_ms, cfg->read_your_writes_ms);
 	atomic_store(&e->pool_max, cfg->pool_max_per_backend);
 	atomic_store(&e->pool_idle_ms, cfg->pool_idle_timeout_ms);
+	atomic_store(&e->pool_min_idle, cfg->pool_min_idle);
 	atomic_store(&e->trust_routines, cfg->trust_routine_characteristics);
 }
 
@@ -2221,6 +2395,7 @@ void proxy_engine_stop(struct proxy_engine *e)
 	for (int i = 0; i < e->nworkers; i++) {
 		struct worker *w = &e->workers[i];
 		rt_snap_put(w->rt);
+		ghosts_free(w);
 		if (w->lfd >= 0)
 			close(w->lfd);
 		if (w->wakefd >= 0)
@@ -2244,6 +2419,10 @@ static int worker_init(struct worker *w, struct proxy_engine *e, const char *add
 	w->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (w->ep < 0 || w->wakefd < 0) {
 		snprintf(err, errlen, "proxy: epoll/eventfd: %s", strerror(errno));
+		return -1;
+	}
+	if (ghosts_init(w) < 0) {
+		snprintf(err, errlen, "proxy: out of memory");
 		return -1;
 	}
 	w->lfd = listen_on(addr, port, err, errlen);
