@@ -24,6 +24,12 @@ measured "warm before any client: app sessions on $P1/$P2/$P3: $(apps $P1)/$(app
 for port in $P1 $P2 $P3; do
 	check_eq "pool_min_idle: 2 warm app connections on $port before any client" 2 "$(apps $port)"
 done
+# Warm connections serve nobody: a backend's "active" and "steered" (what
+# least_conn and operators read) stay 0 until a client takes one.
+check_eq "warm pool connections are not counted as active" 0 \
+	"$(status_json | json_get "sum(b['active'] for b in d['backends'])")"
+check_eq "warm pool connections are not counted as steered" 0 \
+	"$(status_json | json_get "sum(b['steered'] for b in d['backends'])")"
 wait_until 15 bash -c "[ \"\$(mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp -N -B -e 'SELECT @@port' 2>/dev/null)\" != '' ]" >/dev/null
 
 # A session holding its connections: in_use counts them.

@@ -192,8 +192,10 @@ struct proxy_engine {
 	/* per backend id (ids above PROXY_MAX_IDS are not counted) */
 	_Atomic uint64_t be_active[PROXY_MAX_IDS], be_opened[PROXY_MAX_IDS],
 	    be_failed[PROXY_MAX_IDS];
-	/* pool figures: idle now, new connections, sessions served from the pool */
-	_Atomic int be_idle[PROXY_MAX_IDS];
+	/* pool figures: idle now, warm connections still logging in, new
+	 * connections, sessions served from the pool. be_active counts every
+	 * open connection; what serves a client is be_active - idle - warming. */
+	_Atomic int be_idle[PROXY_MAX_IDS], be_warming[PROXY_MAX_IDS];
 	_Atomic uint64_t be_connects[PROXY_MAX_IDS], be_reused[PROXY_MAX_IDS];
 	_Atomic uint32_t next_conn_id;
 	_Atomic bool trust_routines;
@@ -435,8 +437,10 @@ static void bconn_free(struct bconn *b)
 	}
 	if (c && c->ghost) {
 		warm_unlink(b);
-		if (b->backend_id < PROXY_MAX_IDS)
+		if (b->backend_id < PROXY_MAX_IDS) {
 			c->warming[b->backend_id]--;
+			atomic_fetch_sub(&b->w->e->be_warming[b->backend_id], 1);
+		}
 	}
 	if (c && !c->ghost) {
 		if (c->wconn == b)
@@ -650,8 +654,10 @@ static void warm_park(struct bconn *b)
 	struct client *g = b->c;
 	struct worker *w = b->w;
 
-	if (b->backend_id < PROXY_MAX_IDS)
+	if (b->backend_id < PROXY_MAX_IDS) {
 		g->warming[b->backend_id]--;
+		atomic_fetch_sub(&w->e->be_warming[b->backend_id], 1);
+	}
 	warm_unlink(b);
 	b->c = NULL;
 	snprintf(b->pool_user, sizeof(b->pool_user), "%s", g->user);
@@ -1293,8 +1299,13 @@ static struct bconn *bconn_open(struct client *c, const struct topo_backend *be,
 	atomic_fetch_add(&c->w->e->nbconns, 1);
 	if (be->id < PROXY_MAX_IDS) {
 		atomic_fetch_add(&c->w->e->be_active[be->id], 1);
-		atomic_fetch_add(&c->w->e->be_opened[be->id], 1);
 		atomic_fetch_add(&c->w->e->be_connects[be->id], 1);
+		/* a warm connection serves nobody yet: it counts as steered when
+		 * a client takes it from the pool */
+		if (c->ghost)
+			atomic_fetch_add(&c->w->e->be_warming[be->id], 1);
+		else
+			atomic_fetch_add(&c->w->e->be_opened[be->id], 1);
 	}
 	return b;
 }
@@ -2480,11 +2491,21 @@ struct proxy_engine *proxy_engine_start(const struct config *cfg, const char *ad
 	return e;
 }
 
+/* Backend connections serving a client now: idle pooled ones and warm ones
+ * still logging in are not "active". The counters are read one by one while
+ * workers move connections, so clamp a transient negative. */
+static int in_use(struct proxy_engine *e, uint32_t id)
+{
+	int n = (int)atomic_load(&e->be_active[id]) - atomic_load(&e->be_idle[id]) -
+	        atomic_load(&e->be_warming[id]);
+	return n < 0 ? 0 : n;
+}
+
 void proxy_engine_counters(struct proxy_engine *e, uint32_t id, struct backend_counters *bc)
 {
 	if (!e || id >= PROXY_MAX_IDS)
 		return;
-	bc->active += atomic_load(&e->be_active[id]);
+	bc->active += in_use(e, id);
 	bc->steered += atomic_load(&e->be_opened[id]);
 	bc->connect_failures += atomic_load(&e->be_failed[id]);
 }
@@ -2502,9 +2523,7 @@ void proxy_engine_pool(struct proxy_engine *e, uint32_t id, struct proxy_pool_st
 	if (!e || id >= PROXY_MAX_IDS)
 		return;
 	ps->idle = atomic_load(&e->be_idle[id]);
-	ps->in_use = (int)atomic_load(&e->be_active[id]) - ps->idle;
-	if (ps->in_use < 0)
-		ps->in_use = 0;
+	ps->in_use = in_use(e, id);
 	ps->opened = atomic_load(&e->be_connects[id]);
 	ps->reused = atomic_load(&e->be_reused[id]);
 }
