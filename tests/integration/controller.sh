@@ -175,10 +175,12 @@ check_eq "db3 up after reset" up "$(bfield db3 state)"
 
 # --- reload: from the file, a bad file refused, SIGHUP ------------------------------
 cp "$T/mysteer.conf" "$T/mysteer.conf.orig"
-printf '[backend:db5]\nhost = 127.0.0.1\nport = %d\npriority = 500\n' "$P2" >>"$T/mysteer.conf"
+# db5 by host name: "localhost" would make libmysqlclient use its Unix
+# socket (none here); the probe must go over TCP to the address that is steered to.
+printf '[backend:db5]\nhost = localhost\nport = %d\npriority = 500\n' "$P2" >>"$T/mysteer.conf"
 check "reload picks up a backend added to the file" ctl reload
 wait_until 10 state_is db5 up >/dev/null
-check_eq "db5 up after reload" up "$(bfield db5 state)"
+check_eq "db5 (host = localhost) up after reload: probed over TCP" up "$(bfield db5 state)"
 echo "bogus_key = 1" >>"$T/mysteer.conf"
 ctl reload >/dev/null 2>"$T/err"
 check_eq "a bad file is refused: exit 1" 1 "$?"

@@ -5,7 +5,9 @@
  */
 #include "topo/controller.h"
 
+#include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,8 +135,27 @@ static void free_cbe(struct controller *c, struct cbe *b)
 	free(b);
 }
 
+/* The numeric form of a resolved backend address, else its configured host
+ * (the probe then reports the resolution error itself, every interval). */
+static const char *probe_host(const struct topo_backend *tb, char *buf, size_t len)
+{
+	const void *a = NULL;
+	int af = ((const struct sockaddr *)&tb->addr)->sa_family;
+
+	if (tb->addrlen == 0)
+		return tb->host;
+	if (af == AF_INET)
+		a = &((const struct sockaddr_in *)&tb->addr)->sin_addr;
+	else if (af == AF_INET6)
+		a = &((const struct sockaddr_in6 *)&tb->addr)->sin6_addr;
+	if (!a || !inet_ntop(af, a, buf, (socklen_t)len))
+		return tb->host;
+	return buf;
+}
+
 static struct cbe *new_cbe(struct controller *c, const struct ctl_backend_spec *s)
 {
+	char numeric[INET6_ADDRSTRLEN];
 	struct cbe *b = calloc(1, sizeof(*b));
 	if (!b)
 		return NULL;
@@ -143,10 +164,13 @@ static struct cbe *new_cbe(struct controller *c, const struct ctl_backend_spec *
 	snprintf(b->tb.name, sizeof(b->tb.name), "%s", s->name);
 	snprintf(b->tb.host, sizeof(b->tb.host), "%s", s->host);
 	b->tb.port = s->port;
+	/* Resolved once, here: the probe then connects to the very address the
+	 * maps and the proxy steer to, and no probe blocks the event loop in
+	 * getaddrinfo (libmysqlclient resolves inside its non-blocking connect). */
 	if (resolve(&b->tb) < 0)
 		log_warn("%s: cannot resolve %s", s->name, s->host);
-	b->probe = probe_new(c->l, s->host, s->port, c->cfg->probe_user, c->cfg->probe_password,
-	                     on_probe, b);
+	b->probe = probe_new(c->l, probe_host(&b->tb, numeric, sizeof(numeric)), s->port,
+	                     c->cfg->probe_user, c->cfg->probe_password, on_probe, b);
 	if (!b->probe) {
 		free(b);
 		return NULL;
