@@ -193,6 +193,22 @@ wait_until 10 names_are "db1 db2 db3" >/dev/null
 check "SIGHUP reloads: db5 gone again" names_are "db1 db2 db3"
 check "daemon still runs after SIGHUP" kill -0 "$ITEST_DAEMON_PID"
 
+# --- reload with new probe credentials: the kept monitoring connections are
+# replaced (a wrong password takes the backends down at once, though they
+# stay logged in as before), and the backends keep their ids and counters.
+ids() { status_json | json_get "' '.join(str(b['id']) for b in d['backends'])"; }
+ids0=$(ids)
+sed -i 's/^password = mysteer$/password = wrong-on-purpose/' "$T/mysteer.conf"
+check "reload takes a new probe password" ctl reload
+wait_until 10 state_is db2 down >/dev/null
+check_eq "the new (wrong) password is used: db2 down" down "$(bfield db2 state)"
+check "the failed login is the reason" grep -q "Access denied for user 'mysteer'" "$T/mysteerd.log"
+sed -i 's/^password = wrong-on-purpose$/password = mysteer/' "$T/mysteer.conf"
+check "reload takes the right password again" ctl reload
+wait_until 10 state_is db2 up >/dev/null
+check_eq "db2 up again" up "$(bfield db2 state)"
+check_eq "backends keep their ids across a credentials change" "$ids0" "$(ids)"
+
 check_eq "admin socket mode 0600, owner root" "600 root" "$(stat -c '%a %U' "$T/admin.sock")"
 itest_daemon_stop TERM
 check "socket removed at exit" test ! -e "$T/admin.sock"

@@ -21,6 +21,7 @@ enum step { ST_IDLE = 0, ST_CONNECT, ST_Q_RO, ST_S_RO, ST_Q_REPL, ST_S_REPL };
 struct probe {
 	struct evloop *l;
 	char *host, *user, *password;
+	char *next_user, *next_password; /* new credentials, taken at the next start */
 	uint16_t port;
 	probe_done_fn fn;
 	void *arg;
@@ -348,7 +349,39 @@ void probe_free(struct probe *p)
 	free(p->host);
 	free(p->user);
 	free(p->password);
+	free(p->next_user);
+	free(p->next_password);
 	free(p);
+}
+
+int probe_set_credentials(struct probe *p, const char *user, const char *password)
+{
+	char *u = strdup(user), *pw = strdup(password);
+
+	if (!u || !pw) {
+		free(u);
+		free(pw);
+		return -1;
+	}
+	free(p->next_user);
+	free(p->next_password);
+	p->next_user = u;
+	p->next_password = pw;
+	return 0;
+}
+
+/* A running connect may still read the old strings: they are swapped only
+ * between probes, and the kept connection (logged in as the old user) goes. */
+static void take_credentials(struct probe *p)
+{
+	if (!p->next_user)
+		return;
+	disconnect(p);
+	free(p->user);
+	free(p->password);
+	p->user = p->next_user;
+	p->password = p->next_password;
+	p->next_user = p->next_password = NULL;
 }
 
 bool probe_busy(const struct probe *p)
@@ -360,6 +393,7 @@ int probe_start(struct probe *p, unsigned timeout_ms)
 {
 	if (probe_busy(p))
 		return -1;
+	take_credentials(p);
 	memset(&p->res, 0, sizeof(p->res));
 	p->timeout_ms = timeout_ms;
 	p->start_us = mono_us();

@@ -40,5 +40,8 @@ int probe_start(struct probe *p, unsigned timeout_ms);
  * the backend failed, which a kept-open connection cannot notice. */
 int probe_start_fresh(struct probe *p, unsigned timeout_ms);
 bool probe_busy(const struct probe *p);
+/* New user and password (a reload): used from the next probe on, over a new
+ * connection; the backend keeps its health and history. */
+int probe_set_credentials(struct probe *p, const char *user, const char *password);
 
 #endif

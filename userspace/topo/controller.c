@@ -204,7 +204,10 @@ int controller_apply(struct controller *c, const struct config *cfg,
 	                            strcmp(c->cfg->probe_password, cfg->probe_password) != 0);
 	c->cfg = cfg;
 	for (size_t i = 0; i < n; i++) {
-		struct cbe *b = new_creds ? NULL : take_existing(c, &specs[i]);
+		struct cbe *b = take_existing(c, &specs[i]);
+		if (b && new_creds &&
+		    probe_set_credentials(b->probe, cfg->probe_user, cfg->probe_password) < 0)
+			log_error("%s: out of memory for the new probe credentials", b->tb.name);
 		if (!b) {
 			b = new_cbe(c, &specs[i]);
 			if (!b)
