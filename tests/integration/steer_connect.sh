@@ -197,13 +197,34 @@ check_eq "no connection of the stream was lost" "errors 0" "$(grep '^errors' "$T
 check "every connection of the stream reached the writer" [ "$(grep -c '^port' "$T/stream.out")" = 1 ] 
 check "the restarted daemon adopted the pinned links" grep -q 'adopted pinned link_connect4' "$T/mysteerd.log"
 
+# --- a failover while no daemon runs: the next daemon finds in the pinned
+# maps what its predecessor steered to the old writer, and closes it.
+rm -f "$T/go2"
+incg "$PEER" hold 127.0.0.1 6446 "$T/go2" >"$T/hold2.out" 2>&1 &
+hold=$!
+ITEST_PIDS+=($hold)
+wait_until 10 grep -q '^before' "$T/hold2.out" >/dev/null
+itest_daemon_stop KILL
+sb promote "$P1" >/dev/null
+itest_daemon_start "$T/mysteer.conf" || exit 1
+ms=$(wait_until 10 writer_is db1)
+measured "restart after a failover while down: writer db1 in ${ms} ms"
+wait_until 5 grep -q 'close_on_demote: closed [1-9]' <(tail -n 5 "$T/mysteerd.log") >/dev/null
+touch "$T/go2"
+wait "$hold" 2>/dev/null
+check_eq "the connection held across the restart started on the old writer" "before $P2" \
+	"$(grep '^before' "$T/hold2.out")"
+check "the restarted daemon closed it (close_on_demote from the adopted maps)" \
+	grep -q '^after-error' "$T/hold2.out"
+check_eq "its reconnect lands on the new writer" "reconnect $P1" "$(grep '^reconnect' "$T/hold2.out")"
+
 # --- the writer dies: 6446 answers with a MySQL error naming the reason.
-sb kill "$P2" >/dev/null
+sb kill "$P1" >/dev/null
 wait_until 10 writer_is None >/dev/null
 out=$(incg "$PEER" count 127.0.0.1 6446 1)
 echo "# $out" | head -3
 check "no writer: the client gets a named MySQL error" \
-	grep -q 'error 1105 mysteer: route rw has no writer (.*db2 down' <<<"$out"
+	grep -q 'error 1105 mysteer: route rw has no writer (.*db1 down' <<<"$out"
 
 # --- SIGTERM: nothing may be left attached or pinned.
 itest_daemon_stop TERM

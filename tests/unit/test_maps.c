@@ -207,6 +207,37 @@ START_TEST(close_mask_writer_stops_standing_in)
 }
 END_TEST
 
+/* After a restart the old topology is only the maps: ids may differ from
+ * the new daemon's, so backends are matched by address. */
+START_TEST(close_mask_adopted_matches_by_address)
+{
+	struct fixture a, b;
+	uint32_t mask[MS_MAX_BACKENDS];
+	struct maps_image *old, *cur;
+	fixture_init(&a);
+	fixture_init(&b);
+	/* the new daemon numbered them 20, 21, 22 and db2 was promoted */
+	b.b[0].id = 20;
+	b.b[1].id = 21;
+	b.b[2].id = 22;
+	b.b[0].role = ROLE_READER;
+	b.b[1].role = ROLE_WRITER;
+	b.t.writer = 1;
+	old = build(&a.t, NULL);
+	cur = build(&b.t, NULL);
+
+	ck_assert_uint_eq(maps_close_mask_adopted(old, &b.t, cur, mask), 1);
+	ck_assert_uint_eq(mask[10], 1u << 0); /* old id of db1: its rw connections */
+	ck_assert_uint_eq(mask[11], 0);
+	ck_assert_uint_eq(mask[12], 0);
+	ck_assert_uint_eq(mask[20], 0);
+	/* same topology under new ids: nothing to close */
+	ck_assert_uint_eq(maps_close_mask_adopted(old, &a.t, old, mask), 0);
+	free(old);
+	free(cur);
+}
+END_TEST
+
 START_TEST(err_packet)
 {
 	uint8_t buf[64];
@@ -237,6 +268,7 @@ int main(void)
 	tcase_add_test(tc, close_mask_on_promote);
 	tcase_add_test(tc, close_mask_down_drain_disable);
 	tcase_add_test(tc, close_mask_writer_stops_standing_in);
+	tcase_add_test(tc, close_mask_adopted_matches_by_address);
 	tcase_add_test(tc, err_packet);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);

@@ -285,3 +285,52 @@ size_t maps_close_mask(const struct topology *old, const struct topology *cur,
 	free(b);
 	return n;
 }
+
+static const struct topo_backend *find_endpoint(const struct topology *t,
+                                                const struct ms_endpoint *ep)
+{
+	for (size_t i = 0; i < t->nbackends; i++) {
+		struct ms_endpoint e;
+		if (t->backends[i].addrlen == 0)
+			continue;
+		ep_from_sockaddr(&e, &t->backends[i].addr);
+		if (e.family == ep->family && e.port == ep->port &&
+		    !memcmp(e.addr, ep->addr, sizeof(e.addr)))
+			return &t->backends[i];
+	}
+	return NULL;
+}
+
+size_t maps_close_mask_adopted(const struct maps_image *old, const struct topology *cur,
+                               const struct maps_image *new_img, uint32_t mask[MS_MAX_BACKENDS])
+{
+	size_t n = 0;
+
+	memset(mask, 0, sizeof(uint32_t) * MS_MAX_BACKENDS);
+	for (size_t r = 0; r < MS_MAX_ROUTES; r++) {
+		const struct ms_route *ra = &old->routes[r];
+		enum route_role role = (ra->flags & MS_RT_READER) ? ROUTE_READER : ROUTE_WRITER;
+		bool same_route =
+		    r < new_img->nroutes && (new_img->routes[r].flags & MS_RT_PRESENT) &&
+		    new_img->routes[r].port == ra->port &&
+		    (new_img->routes[r].flags & MS_RT_READER) == (ra->flags & MS_RT_READER);
+
+		if (!(ra->flags & MS_RT_PRESENT) || (ra->flags & MS_RT_SPLIT))
+			continue;
+		for (uint32_t i = 0; i < ra->ntargets && i < MS_MAX_TARGETS; i++) {
+			uint32_t id = ra->target[i];
+			const struct topo_backend *now;
+			if (id >= MS_MAX_BACKENDS || !(old->backends[id].flags & MS_BE_PRESENT))
+				continue;
+			now = find_endpoint(cur, &old->backends[id].ep);
+			if (same_route && now && in_targets(&new_img->routes[r], now->id))
+				continue;
+			if (may_keep(now, role))
+				continue;
+			if (!mask[id])
+				n++;
+			mask[id] |= 1u << r;
+		}
+	}
+	return n;
+}

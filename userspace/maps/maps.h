@@ -57,6 +57,15 @@ int maps_build_image(const struct topology *t, const struct config *cfg, struct 
 size_t maps_close_mask(const struct topology *old, const struct topology *cur,
                        uint32_t mask[MS_MAX_BACKENDS]);
 
+/*
+ * The same after a restart, when the previous daemon's topology is known only
+ * from the maps it left (old: its backends and the active generation's
+ * routes) and the new one is cur with its image new_img: old ids are matched
+ * to cur's backends by address, since the sockets carry the old ids.
+ */
+size_t maps_close_mask_adopted(const struct maps_image *old, const struct topology *cur,
+                               const struct maps_image *new_img, uint32_t mask[MS_MAX_BACKENDS]);
+
 /* Dumps the maps pinned under bpffs_dir (daemon up or down). Returns 0, or -1
  * with a one-line reason written to out. */
 int maps_dump(const char *bpffs_dir, bool json, FILE *out);

@@ -404,6 +404,30 @@ static int write_image(const struct maps_image *img)
 	return 0;
 }
 
+/* What a previous daemon left published: its backends and the active
+ * generation's routes. */
+static int read_image(struct maps_image *img)
+{
+	int be_fd = bpf_map__fd(S.conn->maps.backends);
+	int rt_fd = bpf_map__fd(S.conn->maps.route_sel);
+	int gen_fd = bpf_map__fd(S.conn->maps.active_gen);
+	__u32 zero = 0, gen;
+
+	memset(img, 0, sizeof(*img));
+	if (bpf_map_lookup_elem(gen_fd, &zero, &gen))
+		return -1;
+	for (__u32 id = 0; id < MS_MAX_BACKENDS; id++)
+		if (bpf_map_lookup_elem(be_fd, &id, &img->backends[id]))
+			return -1;
+	for (__u32 r = 0; r < MS_MAX_ROUTES; r++) {
+		__u32 idx = (gen & 1) * MS_MAX_ROUTES + r;
+		if (bpf_map_lookup_elem(rt_fd, &idx, &img->routes[r]))
+			return -1;
+	}
+	img->nroutes = MS_MAX_ROUTES;
+	return 0;
+}
+
 /* Runs the iterator once with this mask: destroys the matching sockets. */
 static void close_on_demote(const uint32_t mask[MS_MAX_BACKENDS])
 {
@@ -429,8 +453,10 @@ static void close_on_demote(const uint32_t mask[MS_MAX_BACKENDS])
 static void publish(const struct topology *t, void *arg)
 {
 	const struct config *cfg = S.d ? S.d->cfg : NULL;
-	struct maps_image *img;
+	struct maps_image *img, *adopted = NULL;
 	uint32_t mask[MS_MAX_BACKENDS];
+	bool closing;
+	size_t nclose = 0;
 	char err[160];
 
 	if (!S.running || !cfg)
@@ -440,28 +466,47 @@ static void publish(const struct topology *t, void *arg)
 		          (unsigned long long)t->generation);
 		return;
 	}
+	closing = cfg->close_on_demote && S.iter_link;
+	/* A failover while no daemon ran: what the predecessor steered to the
+	 * old writer is known only from its maps, so read them before ours. */
+	if (S.adopted && closing && !S.last) {
+		adopted = malloc(sizeof(*adopted));
+		if (!adopted || read_image(adopted)) {
+			log_warn("steer: cannot read the adopted maps; connections steered before "
+			         "the restart are not checked for close_on_demote");
+			free(adopted);
+			adopted = NULL;
+		}
+	}
 	S.adopted = false;
 	img = malloc(sizeof(*img));
 	if (!img || maps_build_image(t, cfg, img, err, sizeof(err))) {
 		log_error("steer: cannot publish generation %llu: %s",
 		          (unsigned long long)t->generation, img ? err : "out of memory");
 		free(img);
+		free(adopted);
 		return;
 	}
 	if (write_image(img)) {
 		log_error("steer: write maps: %s", strerror(errno));
 		free(img);
+		free(adopted);
 		return;
 	}
 	set_cfg_flags(true, cfg->reader_policy == READER_POLICY_LEAST_CONN);
 	for (size_t r = 0; r < img->nroutes; r++)
 		if (img->routes[r].ntargets == 0 && !(img->routes[r].flags & MS_RT_SPLIT))
 			errl_set_reason(S.errl, r, img->reason[r]);
-	free(img);
 	log_debug("steer: published generation %llu", (unsigned long long)t->generation);
 
-	if (cfg->close_on_demote && S.iter_link && S.last && maps_close_mask(S.last, t, mask))
+	if (closing && S.last)
+		nclose = maps_close_mask(S.last, t, mask);
+	else if (closing && adopted)
+		nclose = maps_close_mask_adopted(adopted, t, img, mask);
+	if (nclose)
 		close_on_demote(mask);
+	free(img);
+	free(adopted);
 	topo_put(S.last);
 	S.last = topo_get(t);
 }
