@@ -356,8 +356,11 @@ function cls_target(issue, text, mixpat, metric, thr,    i, j, ours, base, mix, 
 	for (i = 1; i <= ncm; i++) if (cls_mixes[i] ~ mixpat) { mix = cls_mixes[i]; break }
 	if (mix == "") { printf "| %s | %s | – | %s |\n", issue, text, ("classifier" in status) ? status["classifier"] == "not_built" ? "not built" : status["classifier"] : "not built"; return }
 	ours = ""; base = ""
+	# Only implementations measured on this mix: the whole-process rows
+	# (mysteer-classify, regex-classify) have a mix of their own.
 	for (j = 1; j <= nci; j++) {
-		if (cls_impls[j] ~ /regex|pcre/) base = cls_impls[j]
+		if (!((mix, cls_impls[j], metric) in cls)) continue
+		if (cls_impls[j] ~ /regex|pcre/) { if (base == "") base = cls_impls[j] }
 		else if (ours == "") ours = cls_impls[j]
 	}
 	if (ours == "" || base == "") { printf "| %s | %s | – | not measured |\n", issue, text; return }

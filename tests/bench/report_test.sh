@@ -51,6 +51,8 @@ round,path,workload,threads,metric,value
 0,classifier:ratio,oltp,1,stmts_per_s,3.1
 0,classifier:mysteer,long,1,mb_per_s,140
 0,classifier:pcre2,long,1,mb_per_s,100
+0,classifier:mysteer-classify,file-200k,1,stmts_per_s,17000000
+0,classifier:regex-classify,file-200k,1,stmts_per_s,9000000
 EOF
 
 gawk -v csvname=raw.csv -v datdir="$tmp" -f tests/bench/report.awk "$tmp/raw.csv" >"$tmp/report.md"
@@ -66,6 +68,7 @@ check "failed proxy path says failed, not PASS" has "6450 proxy, oltp_point_sele
 check "proxy idle RSS row is not a verdict" has "idle clients" "| failed |"
 check "conns/s target: median of 0.96, 0.94 is 0.95 -> PASS" has "new connections/s" "0.95× direct"
 check "classifier OLTP 3.1x -> PASS" has "statements/s, OLTP mix" "| PASS |"
+check "classifier target compares implementations of the same mix" has "statements/s, OLTP mix" "mysteer 3.10 M vs pcre2 1.00 M"
 check "classifier long 1.4x -> MISS" has "MB/s, long mix" "| MISS |"
 check "classify-bench's ratio line is not a table row" bash -c "! grep -q '| oltp | ratio |' '$tmp/report.md'"
 check "full run of 480 s meets the 600 s target" has "full run ≤ 600 s" "| PASS |"
