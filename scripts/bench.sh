@@ -644,7 +644,10 @@ run_classifier() {
 		csv 0 classifier all 1 status not_built
 		return 0
 	fi
-	[ $PARTIAL = 1 ] && return 0
+	if [ $PARTIAL = 1 ]; then
+		csv 0 classifier all 1 status skipped
+		return 0
+	fi
 	[ "$QUICK" = 1 ] && args=(--quick)
 	"$cb" "${args[@]}" >"$SCRATCH/classify.out" 2>"$SCRATCH/classify.err" || {
 		say "classify-bench failed (exit $?)"
