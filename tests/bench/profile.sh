@@ -102,7 +102,8 @@ ccpu=$(awk -F, '/task-clock/ {print $1}' "$out/client.cpu")
 			$1, c / 100, ($7 - $2) / 100, ($8 - $3) / 100, c * 10000 / n, $9 - $4, $10 - $5, ($9 - $4 + $10 - $5) / n}'
 	if [ -f "$out/perfstat.txt" ]; then
 		# perf stat covered secs-1 s of the run: per op at the run's mean rate
-		awk -v n="$n" -v s="$secs" '$2 ~ /^(raw_syscalls|syscalls|context-switches)/ && $1 != "0" {
-			gsub(/,/, "", $1); printf "  mysteerd %-32s %.2f/op\n", $2, $1 / (n / s * (s - 1))}' "$out/perfstat.txt"
+		awk -v n="$n" -v s="$secs" '$2 ~ /^(raw_syscalls|syscalls|context-switches)/ {
+			gsub(/,/, "", $1); r = $1 / (n / s * (s - 1))
+			if (r >= 0.005) printf "  mysteerd %-32s %.2f/op\n", $2, r}' "$out/perfstat.txt"
 	fi
 } | tee "$out/summary.txt"
