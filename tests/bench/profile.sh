@@ -16,7 +16,8 @@
 # stime and (non)voluntary context switches of every thread of mysteerd (both
 # daemons), HAProxy (both) and the three mariadbd from /proc, and a few
 # SHOW GLOBAL STATUS counters of each server; the client's CPU is perf stat
-# task-clock of the client command. Meanwhile, on the main mysteerd: `stat`
+# task-clock of the client command. Meanwhile, on the main mysteerd (or on
+# PROFILE_TARGET: relay_mysteerd, haproxy or haproxy_veth): `stat`
 # counts context switches and syscalls by type (perf stat with syscall
 # tracepoints), `record` samples stacks (perf record -e cpu-clock -g; read
 # it with tests/bench/perf_cats.awk). Results in $PROFILE_OUT/LABEL (default
@@ -38,6 +39,10 @@ HPID=$(pid_of "$SCRATCH/haproxy.cfg")
 HVPID=$(pid_of "$SCRATCH/haproxy-veth.cfg")
 procs=("mysteerd:$DPID" "relay_mysteerd:$RPID" "haproxy:$HPID" "haproxy_veth:$HVPID")
 for p in 3306 3307 3308; do procs+=("mariadbd$p:$(cat "$SCRATCH/sandbox/$p/mysqld.pid" 2>/dev/null)"); done
+target=${PROFILE_TARGET:-mysteerd}
+TPID=
+for e in "${procs[@]}"; do [ "${e%%:*}" = "$target" ] && TPID=${e#*:}; done
+[ -n "$TPID" ] || { echo "profile: no running $target" >&2; exit 1; }
 
 ctx_switches() { # pid -> voluntary nonvoluntary, summed over its threads
 	cat /proc/"$1"/task/*/status 2>/dev/null |
@@ -70,7 +75,7 @@ else
 	cmd=("$BUILD/connrate" -h 127.0.0.1 -P "$port" -t 4 -s "$secs")
 fi
 events=task-clock,context-switches,cpu-migrations,raw_syscalls:sys_enter
-for s in recvfrom sendto read write epoll_wait epoll_ctl accept4 close connect socket setsockopt \
+for s in recvfrom sendto recvmsg sendmsg read write splice epoll_wait epoll_ctl accept4 close connect socket setsockopt \
 	getsockopt futex getrandom fcntl; do
 	events=$events,syscalls:sys_enter_$s
 done
@@ -80,8 +85,8 @@ perf stat -x, -e task-clock -o "$out/client.cpu" -- "${cmd[@]}" >"$out/client.ou
 cpid=$!
 sleep 0.5
 case "$mode" in
-stat) perf stat -e "$events" -p "$DPID" -o "$out/perfstat.txt" -- sleep $((secs - 1)) ;;
-record) perf record -e cpu-clock -F 4000 -g -p "$DPID" -o "$out/perf.data" -- sleep $((secs - 1)) 2>"$out/record.err" ;;
+stat) perf stat -e "$events" -p "$TPID" -o "$out/perfstat.txt" -- sleep $((secs - 1)) ;;
+record) perf record -e cpu-clock -F 4000 -g -p "$TPID" -o "$out/perf.data" -- sleep $((secs - 1)) 2>"$out/record.err" ;;
 esac
 wait $cpid
 snap "$out/after"
@@ -102,8 +107,8 @@ ccpu=$(awk -F, '/task-clock/ {print $1}' "$out/client.cpu")
 			$1, c / 100, ($7 - $2) / 100, ($8 - $3) / 100, c * 10000 / n, $9 - $4, $10 - $5, ($9 - $4 + $10 - $5) / n}'
 	if [ -f "$out/perfstat.txt" ]; then
 		# perf stat covered secs-1 s of the run: per op at the run's mean rate
-		awk -v n="$n" -v s="$secs" '$2 ~ /^(raw_syscalls|syscalls|context-switches)/ {
+		awk -v n="$n" -v s="$secs" -v t="$target" '$2 ~ /^(raw_syscalls|syscalls|context-switches)/ {
 			gsub(/,/, "", $1); r = $1 / (n / s * (s - 1))
-			if (r >= 0.005) printf "  mysteerd %-32s %.2f/op\n", $2, r}' "$out/perfstat.txt"
+			if (r >= 0.005) printf "  %s %-32s %.2f/op\n", t, $2, r}' "$out/perfstat.txt"
 	fi
 } | tee "$out/summary.txt"
