@@ -25,7 +25,8 @@ kfmt(v) = v >= 1000 ? sprintf("%.1fk", v / 1000.0) : sprintf("%.0f", v)
 mfmt(v) = sprintf("%.2f", v)
 
 # A fixed colour per path name, so the pictures of two runs compare.
-colour(p) = p eq "direct" ? 0x4c72b0 : p eq "haproxy" ? 0xdd8452 : p eq "steer" ? 0x55a868 : \
+colour(p) = p eq "direct" ? 0x4c72b0 : p eq "haproxy" ? 0xdd8452 : p eq "haproxy_veth" ? 0xf2c18f : \
+	p eq "steer" ? 0x55a868 : \
 	p eq "lookup" ? 0x8172b3 : p eq "relay" ? 0xc44e52 : p eq "proxy" ? 0x937860 : 0x888888
 
 # bars FILE with labels made by FMT ("k" or "m")

@@ -51,6 +51,8 @@ round,path,workload,threads,metric,value
 0,classifier:ratio,oltp,1,stmts_per_s,3.1
 0,classifier:mysteer,long,1,mb_per_s,140
 0,classifier:pcre2,long,1,mb_per_s,100
+0,classifier:mysteer-classify,file-200k,1,stmts_per_s,17000000
+0,classifier:regex-classify,file-200k,1,stmts_per_s,9000000
 EOF
 
 gawk -v csvname=raw.csv -v datdir="$tmp" -f tests/bench/report.awk "$tmp/raw.csv" >"$tmp/report.md"
@@ -66,10 +68,13 @@ check "failed proxy path says failed, not PASS" has "6450 proxy, oltp_point_sele
 check "proxy idle RSS row is not a verdict" has "idle clients" "| failed |"
 check "conns/s target: median of 0.96, 0.94 is 0.95 -> PASS" has "new connections/s" "0.95× direct"
 check "classifier OLTP 3.1x -> PASS" has "statements/s, OLTP mix" "| PASS |"
+check "classifier target compares implementations of the same mix" has "statements/s, OLTP mix" "mysteer 3.10 M vs pcre2 1.00 M"
 check "classifier long 1.4x -> MISS" has "MB/s, long mix" "| MISS |"
 check "classify-bench's ratio line is not a table row" bash -c "! grep -q '| oltp | ratio |' '$tmp/report.md'"
 check "full run of 480 s meets the 600 s target" has "full run ≤ 600 s" "| PASS |"
 check "a '|' in a reason does not break the table" has "| relay |" "connect / refused"
+check "relay target without a relay says not built, also the loopback reference" \
+	has "relay vs HAProxy on loopback" "| not built |"
 check "p99 over direct in µs" has "| steer | – | – | 0.13 |" "+30 µs"
 
 gnuplot -e "datdir='$tmp'; qps_png='$tmp/q.png'; lat_png='$tmp/l.png'" tests/bench/plot.gp 2>"$tmp/gp.err"
@@ -78,6 +83,32 @@ check "plot.gp draws both pictures" test -s "$tmp/q.png" -a -s "$tmp/l.png"
 # its bars with a warning; anything but a warning is a broken script.
 grep -vi 'warning' "$tmp/gp.err" >"$tmp/gp.other"
 check "plot.gp prints no errors" test ! -s "$tmp/gp.other"
+
+# The relay's #3 verdict is taken against haproxy_veth (HAProxy at the
+# relay's place), the loopback HAProxy only gives a reference ratio.
+cat >"$tmp/relay.csv" <<'EOF'
+round,path,workload,threads,metric,value
+# mode=partial
+# elapsed_s=100
+0,steer,all,0,status,skipped
+1,direct,ps8,8,qps,1000
+2,direct,ps8,8,qps,1000
+1,haproxy,ps8,8,qps,500
+2,haproxy,ps8,8,qps,500
+1,haproxy_veth,ps8,8,qps,400
+2,haproxy_veth,ps8,8,qps,500
+1,relay,ps8,8,qps,520
+2,relay,ps8,8,qps,610
+EOF
+gawk -v csvname=relay.csv -v datdir="$tmp" -f tests/bench/report.awk "$tmp/relay.csv" >"$tmp/report.md"
+# per round vs haproxy_veth: 1.30, 1.22 -> 1.26 PASS; vs haproxy: 1.04, 1.22 -> 1.13
+check "relay #3 verdict against haproxy_veth" has "at the same place" "1.26× haproxy_veth (rounds 1.22–1.30) | PASS |"
+check "relay vs loopback haproxy is a reference, no verdict" has "relay vs HAProxy on loopback" "1.13× haproxy (rounds 1.04–1.22) | reference (below at 1.2×) |"
+check "haproxy_veth has its table row" has "| haproxy_veth | 450 |" "0.45×"
+check "a path left out of a partial run says skipped" has "| steer |" "| skipped |"
+check "a partial run gives no run-time verdict" has "| #5 |" "partial run"
+gnuplot -e "datdir='$tmp'; qps_png='$tmp/q2.png'; lat_png='$tmp/l2.png'" tests/bench/plot.gp 2>"$tmp/gp2.err"
+check "plot.gp draws the haproxy_veth path" test -s "$tmp/q2.png"
 
 [ $fails -eq 0 ] || { cat "$tmp/report.md"; cat "$tmp/gp.err"; }
 exit $((fails > 0))
