@@ -4,11 +4,14 @@
  * auth, commands), backend connections the proxy logs in to itself, and the
  * routing of every statement by the classifier's token.
  *
- * A session owns at most one writer and one reader connection and keeps them
- * while it lives (no pooling or multiplexing yet), so the state of a backend
- * connection is the session's own: session statements are recorded as raw
- * command packets and replayed, in order, on a connection that has not seen
- * them before it runs anything else. Responses are streamed: each backend
+ * A session holds at most one writer and one reader connection, and only
+ * while it needs them (multiplexing): a connection goes back to the worker's
+ * pool after a statement unless the session's state lives on it (a
+ * transaction, temporary tables, ...; may_release()), and the next statement
+ * takes one from the pool. Session statements are recorded as raw command
+ * packets and replayed, in order, on a connection that has not seen them
+ * before it runs anything else, so a pooled connection becomes the session's
+ * own. Responses are streamed: each backend
  * fragment is passed to the client as it arrives, and the response tracker of
  * proto.c says when the answer ends.
  *
@@ -110,12 +113,16 @@ struct client {
 	struct hist *hist;
 	size_t nhist, hist_cap;
 	bool in_trans, ro_trans, autocommit_off, pin_writer;
+	bool keep_writer; /* the writer connection holds LAST_INSERT_ID() of an insert */
 	uint64_t ryw_until_ms;
 	struct bconn *wconn, *rconn, *last, *cur;
 	/* the command in flight, kept whole until its answer starts, for a retry */
 	struct buf cmd;
 	enum resp_kind cur_kind;
 	bool cur_write, fwd_started;
+	bool cur_classified;    /* the command in flight is a statement: */
+	enum cls_token cur_tok; /* its class */
+	uint32_t cur_flags;     /* and CLS_F_* flags */
 	int retries;
 	uint32_t exclude_id;
 	bool has_exclude;
@@ -149,6 +156,7 @@ struct bconn {
 	struct pstmt *prep_ps;   /* the last internal command is a PREPARE of this */
 	bool tracking_gtid;      /* last_gtid added to session_track_system_variables */
 	bool gtid_wait, gtid_ok; /* a MASTER_GTID_WAIT holds the client's command back */
+	bool trans_open;         /* its last answer said: in a transaction or autocommit off */
 	char waited_gtid[64];    /* this replica is known to have applied it */
 	/* in the worker's pool (c == NULL): whose it may become */
 	bool pooled, resetting;
@@ -523,6 +531,7 @@ static void pool_park(struct client *c, struct bconn *b)
 	b->tracking_gtid = false;
 	b->waited_gtid[0] = 0;
 	b->prep_ps = NULL;
+	b->trans_open = false; /* the reset rolls back and restores autocommit */
 	b->resetting = true;
 	b->pooled = true;
 	b->pool_next = w->pool;
@@ -694,6 +703,63 @@ static void client_close(struct client *c)
 	c->next_dead = w->dead_clients;
 	w->dead_clients = c;
 	atomic_fetch_sub(&w->e->nclients, 1);
+}
+
+/* ---- multiplexing ---- */
+
+/*
+ * Whether the session may hand this connection back to the pool between
+ * statements. Not while the connection holds what the session history cannot
+ * rebuild elsewhere: a transaction or autocommit off (as the connection itself
+ * last reported, so a reader counts too), a READ ONLY transaction, prepared
+ * statements (their ids are per connection; re-preparing for every EXECUTE
+ * would cost a round trip each), and on the writer: temporary tables, named
+ * locks, variables assigned by query or an unreplayable SET (pin_writer), and
+ * the LAST_INSERT_ID() of an insert.
+ */
+static bool may_release(const struct client *c, const struct bconn *b)
+{
+	if (b->trans_open || c->trx_conn == b || c->ro_trans || c->stmts)
+		return false;
+	return b != c->wconn ||
+	       !(c->in_trans || c->autocommit_off || c->pin_writer || c->keep_writer);
+}
+
+/* Between statements: back to the pool (reset there, so it is clean for the
+ * next session), unless the session's state forbids it. */
+static void mux_release(struct client *c, struct bconn *b)
+{
+	if (!may_release(c, b))
+		return;
+	if (c->last == b)
+		c->last = NULL;
+	pool_park(c, b);
+}
+
+/*
+ * A statement arrived. What the session kept after the previous one (a write
+ * or a SET, whose ROW_COUNT() or warnings this one might have asked for) goes
+ * back to the pool, unless this statement reads that state (or runs on the
+ * connection used last) or will run on it anyway.
+ */
+static void mux_next(struct client *c)
+{
+	if (c->route == R_LAST || (c->cur_flags & CLS_F_PREV_STATE))
+		return;
+	if (c->wconn && c->route != R_WRITER)
+		mux_release(c, c->wconn);
+	if (c->rconn && c->route != R_READER)
+		mux_release(c, c->rconn);
+}
+
+/* An answer ended. A read that left neither an error nor warnings leaves
+ * nothing a later statement could ask this connection for: it goes back at
+ * once, so an idle session holds no backend connection. Anything else waits
+ * for the next statement (mux_next). */
+static void mux_answered(struct client *c, struct bconn *b, bool clean)
+{
+	if (clean && !b->dead && b->c == c)
+		mux_release(c, b);
 }
 
 static void reap(struct worker *w)
@@ -1148,11 +1214,18 @@ static void on_answer_done(struct client *c, struct bconn *b)
 	uint16_t st = b->rt.status;
 	bool ok = !b->rt.saw_err;
 
+	bool clean = ok && b->rt.warnings == 0 && c->cur_classified && c->cur_tok == CLS_READ &&
+	             !(c->cur_flags & CLS_F_MULTI);
+
 	if (b->writer && ok) {
 		/* The server knows best whether a transaction is open. */
 		c->in_trans = (st & SST_IN_TRANS) != 0;
 		c->autocommit_off = !(st & SST_AUTOCOMMIT);
+		if (b->rt.last_ok.insert_id)
+			c->keep_writer = true;
 	}
+	if (ok && c->cur_kind == RESP_GENERIC)
+		b->trans_open = (st & SST_IN_TRANS) || !(st & SST_AUTOCOMMIT);
 	if (c->ro_trans && !c->trx_conn && ok)
 		c->trx_conn = b;
 	if (c->trx_conn == b) {
@@ -1177,6 +1250,7 @@ static void on_answer_done(struct client *c, struct bconn *b)
 	c->cur_hist = false;
 	cmd_done(c);
 	buf_trim(&b->in);
+	mux_answered(c, b, clean);
 	if (client_flush(c) < 0 || c->closing) {
 		client_close(c);
 		return;
@@ -1688,6 +1762,9 @@ static void decide(struct client *c, enum cls_token tok, uint32_t flags, bool is
 	struct proxy_engine *e = c->w->e;
 
 	c->cur_write = false;
+	c->cur_classified = true;
+	c->cur_tok = tok;
+	c->cur_flags = flags;
 	/* SET @a = ... is replayed from the history; SELECT @a := ... cannot be */
 	if ((flags & (CLS_F_TEMP_TABLE | CLS_F_NAMED_LOCK)) ||
 	    ((flags & CLS_F_USER_VAR_WRITE) && tok != CLS_SESSION)) {
@@ -1870,6 +1947,8 @@ static void client_command(struct client *c, const uint8_t *p, size_t n)
 	buf_consume(&c->cmd, buf_used(&c->cmd));
 	c->cur_hist = false;
 	c->cur_write = false;
+	c->cur_classified = false;
+	c->cur_flags = 0;
 	c->cur_ps = NULL;
 	c->route = R_LAST;
 	c->cur_kind = RESP_GENERIC;
@@ -1917,6 +1996,7 @@ static void client_command(struct client *c, const uint8_t *p, size_t n)
 			bconn_free(c->rconn);
 		hist_clear(c);
 		c->in_trans = c->ro_trans = c->autocommit_off = c->pin_writer = false;
+		c->keep_writer = false;
 		c->ryw_until_ms = 0;
 		snprintf(c->db, sizeof(c->db), "%s", c->db0);
 		client_ok(c, 1);
@@ -1947,6 +2027,7 @@ static void client_command(struct client *c, const uint8_t *p, size_t n)
 	}
 	if (c->closing)
 		return;
+	mux_next(c);
 	route_cmd(c);
 }
 
