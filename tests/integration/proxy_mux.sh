@@ -63,7 +63,8 @@ before=$(all_apps)
 pids=()
 for i in $(seq 1 20); do
 	held "$T/c$i.out" 0.5 "SELECT $i, @@port" "SELECT COUNT(*) FROM mux.u" "SELECT $i" \
-		"SELECT COUNT(*) FROM mux.k" "SELECT $i" "SELECT 1" "SELECT $i" "SELECT 2" &
+		"SELECT COUNT(*) FROM mux.k" "SELECT $i" "SELECT 1" "SELECT $i" "SELECT 2" \
+		"SELECT $i" "SELECT 3" "SELECT $i" "SELECT 4" &
 	pids+=($!)
 	sleep 0.05
 done
@@ -78,8 +79,8 @@ done
 fails=0
 for pid in "${pids[@]}"; do wait "$pid" || fails=$((fails + 1)); done
 rows=$(cat "$T"/c*.out | wc -l)
-measured "20 clients held open (at least $min_clients connected at each sample), 8 reads each 0.5 s apart: at most $max_pl app connections in the 3 processlists (before: $before), at most $max_be backend connections held by the proxy; reused $(pool_fig reused), opened $(pool_fig opened)"
-check_eq "20 held-open clients all got their 8 answers" "0 160" "$fails $rows"
+measured "20 clients held open (at least $min_clients connected at each sample), 12 reads each 0.5 s apart: at most $max_pl app connections in the 3 processlists (before: $before), at most $max_be backend connections held by the proxy; reused $(pool_fig reused), opened $(pool_fig opened)"
+check_eq "20 held-open clients all got their 12 answers" "0 240" "$fails $rows"
 check "the 20 clients were connected together while sampled ($min_clients)" [ "$min_clients" -ge 15 ]
 check "20 connected clients used far fewer than 20 app backend connections ($max_pl)" [ "$max_pl" -le 10 ]
 check "the proxy held far fewer than 20 backend connections ($max_be)" [ "$max_be" -le 10 ]
