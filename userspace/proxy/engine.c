@@ -113,7 +113,6 @@ struct client {
 	struct hist *hist;
 	size_t nhist, hist_cap;
 	bool in_trans, ro_trans, autocommit_off, pin_writer;
-	bool keep_writer; /* the writer connection holds LAST_INSERT_ID() of an insert */
 	uint64_t ryw_until_ms;
 	struct bconn *wconn, *rconn, *last, *cur;
 	/* the command in flight, kept whole until its answer starts, for a retry */
@@ -123,6 +122,7 @@ struct client {
 	bool cur_classified;    /* the command in flight is a statement: */
 	enum cls_token cur_tok; /* its class */
 	uint32_t cur_flags;     /* and CLS_F_* flags */
+	enum cls_reason cur_reason;
 	int retries;
 	uint32_t exclude_id;
 	bool has_exclude;
@@ -157,6 +157,7 @@ struct bconn {
 	bool tracking_gtid;      /* last_gtid added to session_track_system_variables */
 	bool gtid_wait, gtid_ok; /* a MASTER_GTID_WAIT holds the client's command back */
 	bool trans_open;         /* its last answer said: in a transaction or autocommit off */
+	bool keep;               /* holds session state the history cannot rebuild (keeps_state) */
 	char waited_gtid[64];    /* this replica is known to have applied it */
 	/* in the worker's pool (c == NULL): whose it may become */
 	bool pooled, resetting;
@@ -532,6 +533,7 @@ static void pool_park(struct client *c, struct bconn *b)
 	b->waited_gtid[0] = 0;
 	b->prep_ps = NULL;
 	b->trans_open = false; /* the reset rolls back and restores autocommit */
+	b->keep = false;
 	b->resetting = true;
 	b->pooled = true;
 	b->pool_next = w->pool;
@@ -719,10 +721,31 @@ static void client_close(struct client *c)
  */
 static bool may_release(const struct client *c, const struct bconn *b)
 {
-	if (b->trans_open || c->trx_conn == b || c->ro_trans || c->stmts)
+	if (b->keep || b->trans_open || c->trx_conn == b || c->ro_trans || c->stmts)
 		return false;
-	return b != c->wconn ||
-	       !(c->in_trans || c->autocommit_off || c->pin_writer || c->keep_writer);
+	return b != c->wconn || !(c->in_trans || c->autocommit_off || c->pin_writer);
+}
+
+/*
+ * Whether the statement just answered on b may have left state there that
+ * the history cannot rebuild and that no flag of the session tracks: the
+ * LAST_INSERT_ID() of an insert (read any time later, not only next), a
+ * procedure or a function the classifier does not know (temporary tables,
+ * variables, locks inside), LOCK TABLES, HANDLER, XA and other admin
+ * statements, SET TRANSACTION (for the next transaction on this connection),
+ * and statements the classifier did not understand. Such a connection stays
+ * with the session. Even after an error: a routine may fail half way.
+ */
+static bool keeps_state(const struct client *c, const struct bconn *b)
+{
+	if (b->writer && !b->rt.saw_err && b->rt.last_ok.insert_id)
+		return true;
+	if (!c->cur_classified)
+		return false;
+	if (c->cur_flags & (CLS_F_ROUTINE | CLS_F_SET_TRANSACTION))
+		return true;
+	return c->cur_reason == CLS_R_ADMIN || c->cur_reason == CLS_R_CALL ||
+	       c->cur_reason == CLS_R_UNKNOWN_FUNCTION || c->cur_reason == CLS_R_NOT_UNDERSTOOD;
 }
 
 /* Between statements: back to the pool (reset there, so it is clean for the
@@ -1213,7 +1236,7 @@ static void on_answer_done(struct client *c, struct bconn *b)
 	struct proxy_engine *e = c->w->e;
 	uint16_t st = b->rt.status;
 	bool ok = !b->rt.saw_err;
-
+	/* a read that left nothing for SHOW WARNINGS: see mux_answered() */
 	bool clean = ok && b->rt.warnings == 0 && c->cur_classified && c->cur_tok == CLS_READ &&
 	             !(c->cur_flags & CLS_F_MULTI);
 
@@ -1221,8 +1244,12 @@ static void on_answer_done(struct client *c, struct bconn *b)
 		/* The server knows best whether a transaction is open. */
 		c->in_trans = (st & SST_IN_TRANS) != 0;
 		c->autocommit_off = !(st & SST_AUTOCOMMIT);
-		if (b->rt.last_ok.insert_id)
-			c->keep_writer = true;
+	}
+	if (keeps_state(c, b)) {
+		if (!b->keep)
+			log_debug("proxy: a session of %s keeps its connection to %s", c->user,
+			          b->name);
+		b->keep = true;
 	}
 	if (ok && c->cur_kind == RESP_GENERIC)
 		b->trans_open = (st & SST_IN_TRANS) || !(st & SST_AUTOCOMMIT);
@@ -1835,6 +1862,7 @@ static void decide_query(struct client *c, const uint8_t *sql, size_t len)
 		c->db[res.db_len] = 0;
 	}
 	decide(c, res.token, res.flags, false);
+	c->cur_reason = res.reason;
 }
 
 /* ---- client commands ---- */
@@ -1949,6 +1977,7 @@ static void client_command(struct client *c, const uint8_t *p, size_t n)
 	c->cur_write = false;
 	c->cur_classified = false;
 	c->cur_flags = 0;
+	c->cur_reason = CLS_R_NONE;
 	c->cur_ps = NULL;
 	c->route = R_LAST;
 	c->cur_kind = RESP_GENERIC;
@@ -1996,7 +2025,6 @@ static void client_command(struct client *c, const uint8_t *p, size_t n)
 			bconn_free(c->rconn);
 		hist_clear(c);
 		c->in_trans = c->ro_trans = c->autocommit_off = c->pin_writer = false;
-		c->keep_writer = false;
 		c->ryw_until_ms = 0;
 		snprintf(c->db, sizeof(c->db), "%s", c->db0);
 		client_ok(c, 1);
