@@ -79,11 +79,28 @@ done
 fails=0
 for pid in "${pids[@]}"; do wait "$pid" || fails=$((fails + 1)); done
 rows=$(cat "$T"/c*.out | wc -l)
-measured "20 clients held open (at least $min_clients connected at each sample), 12 reads each 0.5 s apart: at most $max_pl app connections in the 3 processlists (before: $before), at most $max_be backend connections held by the proxy; reused $(pool_fig reused), opened $(pool_fig opened)"
+measured "20 clients held open (at least $min_clients connected at each sample), 12 reads each 0.5 s apart: at most $max_pl app connections in the 3 processlists (before: $before), at most $max_be backend connections held by the proxy; reused $(pool_fig reused), opened $(pool_fig opened), parked clean $(pool_fig clean), reset $(pool_fig resets)"
 check_eq "20 held-open clients all got their 12 answers" "0 240" "$fails $rows"
 check "the 20 clients were connected together while sampled ($min_clients)" [ "$min_clients" -ge 15 ]
 check "20 connected clients used far fewer than 20 app backend connections ($max_pl)" [ "$max_pl" -le 10 ]
 check "the proxy held far fewer than 20 backend connections ($max_be)" [ "$max_be" -le 10 ]
+
+# --- a connection that ran only clean reads skips COM_RESET_CONNECTION ---------
+r0=$(pool_fig resets) k0=$(pool_fig clean)
+for i in $(seq 1 30); do p "SELECT 1" >/dev/null; done
+r1=$(pool_fig resets) k1=$(pool_fig clean)
+measured "30 connect/SELECT 1/close sessions: parked without a reset +$((k1 - k0)), with one +$((r1 - r0)); opened $(pool_fig opened) in all"
+check_eq "connect/SELECT 1/close sessions send no COM_RESET_CONNECTION" 0 $((r1 - r0))
+check "each of their connections went back to the pool clean ($((k1 - k0)))" [ $((k1 - k0)) -ge 30 ]
+# A clean connection keeps its login schema: a session that asked for none
+# must not get one, a session that asked for another gets its own.
+for i in 1 2 3; do
+	mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp -N -B mux -e "SELECT 1" >/dev/null
+done
+dbs=$(for i in 1 2 3 4 5; do p "SELECT DATABASE()"; done | sort -u | tr '\n' ' ')
+check_eq "a session without a schema never gets a pooled connection's schema" "NULL " "$dbs"
+dbs=$(for i in 1 2 3; do mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp -N -B mysql -e "SELECT DATABASE()"; done | sort -u | tr '\n' ' ')
+check_eq "a session with a schema gets its own on a pooled connection" "mysql " "$dbs"
 
 # --- state that lives on a connection is kept ---------------------------------
 # Other sessions keep the backends busy meanwhile, so a connection handed back

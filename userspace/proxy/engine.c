@@ -158,6 +158,7 @@ struct bconn {
 	bool gtid_wait, gtid_ok; /* a MASTER_GTID_WAIT holds the client's command back */
 	bool trans_open;         /* its last answer said: in a transaction or autocommit off */
 	bool keep;               /* holds session state the history cannot rebuild (keeps_state) */
+	bool dirty;              /* ran more than clean reads since its login or last reset */
 	char waited_gtid[64];    /* this replica is known to have applied it */
 	/* in the worker's pool (c == NULL): whose it may become */
 	bool pooled, resetting;
@@ -206,6 +207,8 @@ struct proxy_engine {
 	 * open connection; what serves a client is be_active - idle - warming. */
 	_Atomic int be_idle[PROXY_MAX_IDS], be_warming[PROXY_MAX_IDS];
 	_Atomic uint64_t be_connects[PROXY_MAX_IDS], be_reused[PROXY_MAX_IDS];
+	/* parked with a COM_RESET_CONNECTION, or without one (clean) */
+	_Atomic uint64_t be_resets[PROXY_MAX_IDS], be_clean[PROXY_MAX_IDS];
 	_Atomic uint32_t next_conn_id;
 	_Atomic bool trust_routines;
 	struct proxy_routines *routines;
@@ -498,16 +501,21 @@ static int pool_count(struct worker *w, uint32_t backend_id)
 }
 
 /*
- * A closing session hands back a connection that is between statements: it
- * is reset (COM_RESET_CONNECTION: transaction, temporary tables, variables
- * and prepared statements go; the schema stays) and kept for the next
- * session of the same user, which then skips connect and login.
+ * A session hands back a connection that is between statements (when it
+ * ends, or between statements: multiplexing): it is reset
+ * (COM_RESET_CONNECTION: transaction, temporary tables, variables and
+ * prepared statements go; the schema stays) and kept for the next session of
+ * the same user, which then skips connect and login. A connection that ran
+ * only clean reads since its login or its last reset (!dirty) is as a reset
+ * would leave it, its schema being the session's login schema: it skips the
+ * reset, and so its round trip.
  */
 static void pool_park(struct client *c, struct bconn *b)
 {
 	struct worker *w = c->w;
 	static const uint8_t reset[1] = {COM_RESET_CONNECTION};
 	int max = w->e->pool_max / (w->e->nworkers ? w->e->nworkers : 1);
+	bool must_reset = b->dirty || b->trans_open || b->keep;
 
 	if (b->st != B_READY || b->awaiting || b->internal || b->gtid_wait || b->frag_left ||
 	    buf_used(&b->in) || max < 1 || pool_count(w, b->backend_id) >= max) {
@@ -519,27 +527,39 @@ static void pool_park(struct client *c, struct bconn *b)
 	if (c->rconn == b)
 		c->rconn = NULL;
 	b->c = NULL;
-	if (buf_put_packet(&b->out, 0, reset, sizeof(reset)) < 0) {
+	if (must_reset && buf_put_packet(&b->out, 0, reset, sizeof(reset)) < 0) {
 		bconn_free(b);
 		return;
 	}
 	snprintf(b->pool_user, sizeof(b->pool_user), "%s", c->user);
 	b->pool_caps = c->caps;
 	b->pool_charset = c->charset;
-	b->pool_has_db = c->db[0] != 0;
-	b->serial = ++w->next_serial; /* the reset closed its prepared statements */
-	b->hist_applied = 0;
-	b->tracking_gtid = false;
-	b->waited_gtid[0] = 0;
-	b->prep_ps = NULL;
-	b->trans_open = false; /* the reset rolls back and restores autocommit */
-	b->keep = false;
-	b->resetting = true;
+	b->hist_applied = 0; /* a clean connection never had the history replayed */
+	if (must_reset) {
+		b->pool_has_db = c->db[0] != 0;
+		b->serial = ++w->next_serial; /* the reset closed its prepared statements */
+		b->tracking_gtid = false;
+		b->waited_gtid[0] = 0;
+		b->prep_ps = NULL;
+		b->trans_open = false; /* the reset rolls back and restores autocommit */
+		b->keep = false;
+		b->dirty = false;
+		b->resetting = true;
+	} else {
+		/* the login schema, or the COM_INIT_DB to it that pool_take sent;
+		 * last_gtid tracking, the proxy's own, stays on */
+		b->pool_has_db = c->db0[0] != 0;
+		b->idle_since = now_ms();
+	}
 	b->pooled = true;
 	b->pool_next = w->pool;
 	w->pool = b;
-	if (b->backend_id < PROXY_MAX_IDS)
+	if (b->backend_id < PROXY_MAX_IDS) {
 		atomic_fetch_add(&w->e->be_idle[b->backend_id], 1);
+		atomic_fetch_add(must_reset ? &w->e->be_resets[b->backend_id]
+		                            : &w->e->be_clean[b->backend_id],
+		                 1);
+	}
 	if (bconn_flush(b) < 0)
 		bconn_free(b);
 }
@@ -708,6 +728,12 @@ static void client_close(struct client *c)
 }
 
 /* ---- multiplexing ---- */
+
+/* A read with any of these may change its connection's state. */
+#define STATEFUL_FLAGS                                                                             \
+	(CLS_F_MULTI | CLS_F_TEMP_TABLE | CLS_F_USER_VAR_WRITE | CLS_F_NAMED_LOCK |                \
+	 CLS_F_ROUTINE | CLS_F_SET_TRANSACTION | CLS_F_UNREPLAYABLE | CLS_F_AUTOCOMMIT_OFF |       \
+	 CLS_F_AUTOCOMMIT_ON | CLS_F_USE)
 
 /*
  * Whether the session may hand this connection back to the pool between
@@ -1236,9 +1262,10 @@ static void on_answer_done(struct client *c, struct bconn *b)
 	struct proxy_engine *e = c->w->e;
 	uint16_t st = b->rt.status;
 	bool ok = !b->rt.saw_err;
-	/* a read that left nothing for SHOW WARNINGS: see mux_answered() */
+	/* a read that changed nothing on its connection and left nothing for
+	 * SHOW WARNINGS: see mux_answered() and pool_park() */
 	bool clean = ok && b->rt.warnings == 0 && c->cur_classified && c->cur_tok == CLS_READ &&
-	             !(c->cur_flags & CLS_F_MULTI);
+	             !(c->cur_flags & STATEFUL_FLAGS);
 
 	if (b->writer && ok) {
 		/* The server knows best whether a transaction is open. */
@@ -1250,9 +1277,12 @@ static void on_answer_done(struct client *c, struct bconn *b)
 			log_debug("proxy: a session of %s keeps its connection to %s", c->user,
 			          b->name);
 		b->keep = true;
+		clean = false;
 	}
 	if (ok && c->cur_kind == RESP_GENERIC)
 		b->trans_open = (st & SST_IN_TRANS) || !(st & SST_AUTOCOMMIT);
+	if (!clean || b->trans_open)
+		b->dirty = true;
 	if (c->ro_trans && !c->trx_conn && ok)
 		c->trx_conn = b;
 	if (c->trx_conn == b) {
@@ -1579,6 +1609,7 @@ static int queue_ps_prereqs(struct client *c, struct bconn *b, uint32_t *xid)
 		if (r < 0)
 			return -1;
 		b->internal++;
+		b->dirty = true;
 		b->prep_ps = ps;
 		ps->types_sent[ps_slot(b)] = false;
 	}
@@ -1664,6 +1695,7 @@ static int send_cmd(struct client *c, struct bconn *b)
 		if (buf_put_packet(&b->out, 0, h->p, h->n) < 0)
 			return -1;
 		b->internal++;
+		b->dirty = true;
 	}
 	if (c->w->e->ryw_mode == RYW_GTID) {
 		int r = gtid_prologue(c, b);
@@ -2635,4 +2667,6 @@ void proxy_engine_pool(struct proxy_engine *e, uint32_t id, struct proxy_pool_st
 	ps->in_use = in_use(e, id);
 	ps->opened = atomic_load(&e->be_connects[id]);
 	ps->reused = atomic_load(&e->be_reused[id]);
+	ps->resets = atomic_load(&e->be_resets[id]);
+	ps->clean = atomic_load(&e->be_clean[id]);
 }
