@@ -11,9 +11,9 @@
  * takes one from the pool. Session statements are recorded as raw command
  * packets and replayed, in order, on a connection that has not seen them
  * before it runs anything else, so a pooled connection becomes the session's
- * own. Responses are streamed: each backend
- * fragment is passed to the client as it arrives, and the response tracker of
- * proto.c says when the answer ends.
+ * own. Responses are streamed: each backend fragment is passed to the client
+ * as it arrives, and the response tracker of proto.c says when the answer
+ * ends.
  *
  * Everything of a session lives on one worker thread; the only shared state is
  * the read-only user table, the connection counter and the topology snapshots.
