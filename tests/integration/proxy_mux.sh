@@ -50,9 +50,10 @@ measured "one session connected between reads: clients $clients, backend connect
 check_eq "a connected session between reads holds no backend connection" "1 0" "$clients $in_use"
 wait "$hp"
 
-held "$T/tmp.out" 3 "CREATE TEMPORARY TABLE mux.tmp (a INT)" &
+held "$T/tmp.out" 3 "CREATE TEMPORARY TABLE mux.tmp (a INT)" "SELECT COUNT(*) FROM mux.tmp" &
 hp=$!
-sleep 1
+wait_until 5 bash -c "[ -s $T/tmp.out ]" >/dev/null
+sleep 0.3
 in_use=$(pool_fig in_use)
 measured "one session with a temporary table between statements: in use $in_use"
 check_eq "a session with a temporary table keeps its writer connection" 1 "$in_use"
