@@ -288,6 +288,42 @@ START_TEST(resp_text_resultset)
 }
 END_TEST
 
+/* The pool takes a connection back between statements only when the answer
+ * left no warnings for SHOW WARNINGS to read there. */
+START_TEST(resp_warnings)
+{
+	struct resp_tracker t;
+	uint8_t cnt[] = {1}, col[] = {3, 'd', 'e', 'f', 0}, row[] = {1, '1'};
+	uint8_t eof[5], ok[16];
+	int n;
+
+	resp_init(&t, RESP_GENERIC, CAP_PROTOCOL_41);
+	ck_assert_uint_eq(t.warnings, 0);
+	eof_build(eof, sizeof(eof), 0, SST_AUTOCOMMIT);
+	feed(&t, cnt, 1);
+	feed(&t, col, sizeof(col));
+	feed(&t, eof, 5);
+	feed(&t, row, sizeof(row));
+	eof_build(eof, sizeof(eof), 2, SST_AUTOCOMMIT);
+	ck_assert_int_eq(feed(&t, eof, 5), RS_DONE);
+	ck_assert_uint_eq(t.warnings, 2);
+
+	resp_init(&t, RESP_GENERIC, PROXY_CAPS);
+	n = ok_build(ok, sizeof(ok), 0, 1, 0, SST_AUTOCOMMIT, 3);
+	ck_assert_int_eq(feed(&t, ok, (size_t)n), RS_DONE);
+	ck_assert_uint_eq(t.warnings, 3);
+
+	/* DEPRECATE_EOF: the 0xfe OK that ends the rows carries them */
+	resp_init(&t, RESP_GENERIC, PROXY_CAPS);
+	feed(&t, cnt, 1);
+	feed(&t, col, sizeof(col));
+	feed(&t, row, sizeof(row));
+	n = ok_build(ok, sizeof(ok), 0xfe, 0, 0, SST_AUTOCOMMIT, 1);
+	ck_assert_int_eq(feed(&t, ok, (size_t)n), RS_DONE);
+	ck_assert_uint_eq(t.warnings, 1);
+}
+END_TEST
+
 START_TEST(resp_err_and_prepare)
 {
 	struct resp_tracker t;
@@ -365,6 +401,7 @@ int main(void)
 	tcase_add_test(tc, ok_err_eof);
 	tcase_add_test(tc, session_track_gtid);
 	tcase_add_test(tc, resp_text_resultset);
+	tcase_add_test(tc, resp_warnings);
 	tcase_add_test(tc, resp_err_and_prepare);
 	tcase_add_test(tc, auth_switch);
 	suite_add_tcase(s, tc);

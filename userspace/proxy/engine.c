@@ -4,13 +4,16 @@
  * auth, commands), backend connections the proxy logs in to itself, and the
  * routing of every statement by the classifier's token.
  *
- * A session owns at most one writer and one reader connection and keeps them
- * while it lives (no pooling or multiplexing yet), so the state of a backend
- * connection is the session's own: session statements are recorded as raw
- * command packets and replayed, in order, on a connection that has not seen
- * them before it runs anything else. Responses are streamed: each backend
- * fragment is passed to the client as it arrives, and the response tracker of
- * proto.c says when the answer ends.
+ * A session holds at most one writer and one reader connection, and only
+ * while it needs them (multiplexing): a connection goes back to the worker's
+ * pool after a statement unless the session's state lives on it (a
+ * transaction, temporary tables, ...; may_release()), and the next statement
+ * takes one from the pool. Session statements are recorded as raw command
+ * packets and replayed, in order, on a connection that has not seen them
+ * before it runs anything else, so a pooled connection becomes the session's
+ * own. Responses are streamed: each backend fragment is passed to the client
+ * as it arrives, and the response tracker of proto.c says when the answer
+ * ends.
  *
  * Everything of a session lives on one worker thread; the only shared state is
  * the read-only user table, the connection counter and the topology snapshots.
@@ -116,6 +119,10 @@ struct client {
 	struct buf cmd;
 	enum resp_kind cur_kind;
 	bool cur_write, fwd_started;
+	bool cur_classified;    /* the command in flight is a statement: */
+	enum cls_token cur_tok; /* its class */
+	uint32_t cur_flags;     /* and CLS_F_* flags */
+	enum cls_reason cur_reason;
 	int retries;
 	uint32_t exclude_id;
 	bool has_exclude;
@@ -149,6 +156,9 @@ struct bconn {
 	struct pstmt *prep_ps;   /* the last internal command is a PREPARE of this */
 	bool tracking_gtid;      /* last_gtid added to session_track_system_variables */
 	bool gtid_wait, gtid_ok; /* a MASTER_GTID_WAIT holds the client's command back */
+	bool trans_open;         /* its last answer said: in a transaction or autocommit off */
+	bool keep;               /* holds session state the history cannot rebuild (keeps_state) */
+	bool dirty;              /* ran more than clean reads since its login or last reset */
 	char waited_gtid[64];    /* this replica is known to have applied it */
 	/* in the worker's pool (c == NULL): whose it may become */
 	bool pooled, resetting;
@@ -197,6 +207,8 @@ struct proxy_engine {
 	 * open connection; what serves a client is be_active - idle - warming. */
 	_Atomic int be_idle[PROXY_MAX_IDS], be_warming[PROXY_MAX_IDS];
 	_Atomic uint64_t be_connects[PROXY_MAX_IDS], be_reused[PROXY_MAX_IDS];
+	/* parked with a COM_RESET_CONNECTION, or without one (clean) */
+	_Atomic uint64_t be_resets[PROXY_MAX_IDS], be_clean[PROXY_MAX_IDS];
 	_Atomic uint32_t next_conn_id;
 	_Atomic bool trust_routines;
 	struct proxy_routines *routines;
@@ -489,16 +501,21 @@ static int pool_count(struct worker *w, uint32_t backend_id)
 }
 
 /*
- * A closing session hands back a connection that is between statements: it
- * is reset (COM_RESET_CONNECTION: transaction, temporary tables, variables
- * and prepared statements go; the schema stays) and kept for the next
- * session of the same user, which then skips connect and login.
+ * A session hands back a connection that is between statements (when it
+ * ends, or between statements: multiplexing): it is reset
+ * (COM_RESET_CONNECTION: transaction, temporary tables, variables and
+ * prepared statements go; the schema stays) and kept for the next session of
+ * the same user, which then skips connect and login. A connection that ran
+ * only clean reads since its login or its last reset (!dirty) is as a reset
+ * would leave it, its schema being the session's login schema: it skips the
+ * reset, and so its round trip.
  */
 static void pool_park(struct client *c, struct bconn *b)
 {
 	struct worker *w = c->w;
 	static const uint8_t reset[1] = {COM_RESET_CONNECTION};
 	int max = w->e->pool_max / (w->e->nworkers ? w->e->nworkers : 1);
+	bool must_reset = b->dirty || b->trans_open || b->keep;
 
 	if (b->st != B_READY || b->awaiting || b->internal || b->gtid_wait || b->frag_left ||
 	    buf_used(&b->in) || max < 1 || pool_count(w, b->backend_id) >= max) {
@@ -510,25 +527,39 @@ static void pool_park(struct client *c, struct bconn *b)
 	if (c->rconn == b)
 		c->rconn = NULL;
 	b->c = NULL;
-	if (buf_put_packet(&b->out, 0, reset, sizeof(reset)) < 0) {
+	if (must_reset && buf_put_packet(&b->out, 0, reset, sizeof(reset)) < 0) {
 		bconn_free(b);
 		return;
 	}
 	snprintf(b->pool_user, sizeof(b->pool_user), "%s", c->user);
 	b->pool_caps = c->caps;
 	b->pool_charset = c->charset;
-	b->pool_has_db = c->db[0] != 0;
-	b->serial = ++w->next_serial; /* the reset closed its prepared statements */
-	b->hist_applied = 0;
-	b->tracking_gtid = false;
-	b->waited_gtid[0] = 0;
-	b->prep_ps = NULL;
-	b->resetting = true;
+	b->hist_applied = 0; /* a clean connection never had the history replayed */
+	if (must_reset) {
+		b->pool_has_db = c->db[0] != 0;
+		b->serial = ++w->next_serial; /* the reset closed its prepared statements */
+		b->tracking_gtid = false;
+		b->waited_gtid[0] = 0;
+		b->prep_ps = NULL;
+		b->trans_open = false; /* the reset rolls back and restores autocommit */
+		b->keep = false;
+		b->dirty = false;
+		b->resetting = true;
+	} else {
+		/* the login schema, or the COM_INIT_DB to it that pool_take sent;
+		 * last_gtid tracking, the proxy's own, stays on */
+		b->pool_has_db = c->db0[0] != 0;
+		b->idle_since = now_ms();
+	}
 	b->pooled = true;
 	b->pool_next = w->pool;
 	w->pool = b;
-	if (b->backend_id < PROXY_MAX_IDS)
+	if (b->backend_id < PROXY_MAX_IDS) {
 		atomic_fetch_add(&w->e->be_idle[b->backend_id], 1);
+		atomic_fetch_add(must_reset ? &w->e->be_resets[b->backend_id]
+		                            : &w->e->be_clean[b->backend_id],
+		                 1);
+	}
 	if (bconn_flush(b) < 0)
 		bconn_free(b);
 }
@@ -694,6 +725,90 @@ static void client_close(struct client *c)
 	c->next_dead = w->dead_clients;
 	w->dead_clients = c;
 	atomic_fetch_sub(&w->e->nclients, 1);
+}
+
+/* ---- multiplexing ---- */
+
+/* A read with any of these may change its connection's state. */
+#define STATEFUL_FLAGS                                                                             \
+	(CLS_F_MULTI | CLS_F_TEMP_TABLE | CLS_F_USER_VAR_WRITE | CLS_F_NAMED_LOCK |                \
+	 CLS_F_ROUTINE | CLS_F_SET_TRANSACTION | CLS_F_UNREPLAYABLE | CLS_F_AUTOCOMMIT_OFF |       \
+	 CLS_F_AUTOCOMMIT_ON | CLS_F_USE)
+
+/*
+ * Whether the session may hand this connection back to the pool between
+ * statements. Not while the connection holds what the session history cannot
+ * rebuild elsewhere: a transaction or autocommit off (as the connection itself
+ * last reported, so a reader counts too), a READ ONLY transaction, prepared
+ * statements (their ids are per connection; re-preparing for every EXECUTE
+ * would cost a round trip each), and on the writer: temporary tables, named
+ * locks, variables assigned by query or an unreplayable SET (pin_writer), and
+ * the LAST_INSERT_ID() of an insert.
+ */
+static bool may_release(const struct client *c, const struct bconn *b)
+{
+	if (b->keep || b->trans_open || c->trx_conn == b || c->ro_trans || c->stmts)
+		return false;
+	return b != c->wconn || !(c->in_trans || c->autocommit_off || c->pin_writer);
+}
+
+/*
+ * Whether the statement just answered on b may have left state there that
+ * the history cannot rebuild and that no flag of the session tracks: the
+ * LAST_INSERT_ID() of an insert (read any time later, not only next), a
+ * procedure or a function the classifier does not know (temporary tables,
+ * variables, locks inside), LOCK TABLES, HANDLER, XA and other admin
+ * statements, SET TRANSACTION (for the next transaction on this connection),
+ * and statements the classifier did not understand. Such a connection stays
+ * with the session. Even after an error: a routine may fail half way.
+ */
+static bool keeps_state(const struct client *c, const struct bconn *b)
+{
+	if (b->writer && !b->rt.saw_err && b->rt.last_ok.insert_id)
+		return true;
+	if (!c->cur_classified)
+		return false;
+	if (c->cur_flags & (CLS_F_ROUTINE | CLS_F_SET_TRANSACTION))
+		return true;
+	return c->cur_reason == CLS_R_ADMIN || c->cur_reason == CLS_R_CALL ||
+	       c->cur_reason == CLS_R_UNKNOWN_FUNCTION || c->cur_reason == CLS_R_NOT_UNDERSTOOD;
+}
+
+/* Between statements: back to the pool (reset there, so it is clean for the
+ * next session), unless the session's state forbids it. */
+static void mux_release(struct client *c, struct bconn *b)
+{
+	if (!may_release(c, b))
+		return;
+	if (c->last == b)
+		c->last = NULL;
+	pool_park(c, b);
+}
+
+/*
+ * A statement arrived. What the session kept after the previous one (a write
+ * or a SET, whose ROW_COUNT() or warnings this one might have asked for) goes
+ * back to the pool, unless this statement reads that state (or runs on the
+ * connection used last) or will run on it anyway.
+ */
+static void mux_next(struct client *c)
+{
+	if (c->route == R_LAST || (c->cur_flags & CLS_F_PREV_STATE))
+		return;
+	if (c->wconn && c->route != R_WRITER)
+		mux_release(c, c->wconn);
+	if (c->rconn && c->route != R_READER)
+		mux_release(c, c->rconn);
+}
+
+/* An answer ended. A read that left neither an error nor warnings leaves
+ * nothing a later statement could ask this connection for: it goes back at
+ * once, so an idle session holds no backend connection. Anything else waits
+ * for the next statement (mux_next). */
+static void mux_answered(struct client *c, struct bconn *b, bool clean)
+{
+	if (clean && !b->dead && b->c == c)
+		mux_release(c, b);
 }
 
 static void reap(struct worker *w)
@@ -1147,12 +1262,27 @@ static void on_answer_done(struct client *c, struct bconn *b)
 	struct proxy_engine *e = c->w->e;
 	uint16_t st = b->rt.status;
 	bool ok = !b->rt.saw_err;
+	/* a read that changed nothing on its connection and left nothing for
+	 * SHOW WARNINGS: see mux_answered() and pool_park() */
+	bool clean = ok && b->rt.warnings == 0 && c->cur_classified && c->cur_tok == CLS_READ &&
+	             !(c->cur_flags & STATEFUL_FLAGS);
 
 	if (b->writer && ok) {
 		/* The server knows best whether a transaction is open. */
 		c->in_trans = (st & SST_IN_TRANS) != 0;
 		c->autocommit_off = !(st & SST_AUTOCOMMIT);
 	}
+	if (keeps_state(c, b)) {
+		if (!b->keep)
+			log_debug("proxy: a session of %s keeps its connection to %s", c->user,
+			          b->name);
+		b->keep = true;
+		clean = false;
+	}
+	if (ok && c->cur_kind == RESP_GENERIC)
+		b->trans_open = (st & SST_IN_TRANS) || !(st & SST_AUTOCOMMIT);
+	if (!clean || b->trans_open)
+		b->dirty = true;
 	if (c->ro_trans && !c->trx_conn && ok)
 		c->trx_conn = b;
 	if (c->trx_conn == b) {
@@ -1177,6 +1307,7 @@ static void on_answer_done(struct client *c, struct bconn *b)
 	c->cur_hist = false;
 	cmd_done(c);
 	buf_trim(&b->in);
+	mux_answered(c, b, clean);
 	if (client_flush(c) < 0 || c->closing) {
 		client_close(c);
 		return;
@@ -1478,6 +1609,7 @@ static int queue_ps_prereqs(struct client *c, struct bconn *b, uint32_t *xid)
 		if (r < 0)
 			return -1;
 		b->internal++;
+		b->dirty = true;
 		b->prep_ps = ps;
 		ps->types_sent[ps_slot(b)] = false;
 	}
@@ -1563,6 +1695,7 @@ static int send_cmd(struct client *c, struct bconn *b)
 		if (buf_put_packet(&b->out, 0, h->p, h->n) < 0)
 			return -1;
 		b->internal++;
+		b->dirty = true;
 	}
 	if (c->w->e->ryw_mode == RYW_GTID) {
 		int r = gtid_prologue(c, b);
@@ -1688,6 +1821,9 @@ static void decide(struct client *c, enum cls_token tok, uint32_t flags, bool is
 	struct proxy_engine *e = c->w->e;
 
 	c->cur_write = false;
+	c->cur_classified = true;
+	c->cur_tok = tok;
+	c->cur_flags = flags;
 	/* SET @a = ... is replayed from the history; SELECT @a := ... cannot be */
 	if ((flags & (CLS_F_TEMP_TABLE | CLS_F_NAMED_LOCK)) ||
 	    ((flags & CLS_F_USER_VAR_WRITE) && tok != CLS_SESSION)) {
@@ -1758,6 +1894,7 @@ static void decide_query(struct client *c, const uint8_t *sql, size_t len)
 		c->db[res.db_len] = 0;
 	}
 	decide(c, res.token, res.flags, false);
+	c->cur_reason = res.reason;
 }
 
 /* ---- client commands ---- */
@@ -1870,6 +2007,9 @@ static void client_command(struct client *c, const uint8_t *p, size_t n)
 	buf_consume(&c->cmd, buf_used(&c->cmd));
 	c->cur_hist = false;
 	c->cur_write = false;
+	c->cur_classified = false;
+	c->cur_flags = 0;
+	c->cur_reason = CLS_R_NONE;
 	c->cur_ps = NULL;
 	c->route = R_LAST;
 	c->cur_kind = RESP_GENERIC;
@@ -1947,6 +2087,7 @@ static void client_command(struct client *c, const uint8_t *p, size_t n)
 	}
 	if (c->closing)
 		return;
+	mux_next(c);
 	route_cmd(c);
 }
 
@@ -2526,4 +2667,6 @@ void proxy_engine_pool(struct proxy_engine *e, uint32_t id, struct proxy_pool_st
 	ps->in_use = in_use(e, id);
 	ps->opened = atomic_load(&e->be_connects[id]);
 	ps->reused = atomic_load(&e->be_reused[id]);
+	ps->resets = atomic_load(&e->be_resets[id]);
+	ps->clean = atomic_load(&e->be_clean[id]);
 }

@@ -28,7 +28,7 @@ $(BUILD)/tests/proxy_run: $(BUILD)/obj/tests/integration/proxy_run.o $(PROXY_OBJ
 
 DAEMON_OBJS += $(PROXY_OBJS) $(CLASSIFY_OBJS)
 INTEG_TESTS += tests/integration/proxy.sh tests/integration/proxy_routines.sh \
-	       tests/integration/proxy_pool.sh
+	       tests/integration/proxy_pool.sh tests/integration/proxy_mux.sh
 
 # proxy_ps: a libmysqlclient test client for prepared statements through 6450.
 BINS += $(BUILD)/tests/proxy_ps

@@ -592,21 +592,34 @@ bool resp_needs_whole(const struct resp_tracker *t, const uint8_t *p, size_t n, 
 	return n == 0 || p[0] == 0xfe || p[0] == 0xff;
 }
 
+/* The proxy hands a connection back to the pool between statements only when
+ * nothing is left for SHOW WARNINGS to read there. */
+static void note_warnings(struct resp_tracker *t, uint16_t warnings)
+{
+	if (warnings > t->warnings)
+		t->warnings = warnings;
+}
+
 /* An EOF packet, or under DEPRECATE_EOF the OK with a 0xfe header. */
 static int parse_eof(struct resp_tracker *t, const uint8_t *p, size_t n, uint16_t *status)
 {
 	struct rd r;
+	uint16_t warn;
 
 	if (t->caps & CAP_DEPRECATE_EOF && n > 5) {
 		if (ok_parse(p, n, t->caps, &t->last_ok) < 0)
 			return -1;
 		*status = t->last_ok.status;
+		note_warnings(t, t->last_ok.warnings);
 		return 0;
 	}
 	rd_init(&r, p + 1, n - 1);
-	rd_int(&r, 2);
+	warn = (uint16_t)rd_int(&r, 2);
 	*status = (uint16_t)rd_int(&r, 2);
-	return r.err ? -1 : 0;
+	if (r.err)
+		return -1;
+	note_warnings(t, warn);
+	return 0;
 }
 
 static enum resp_state end_or_more(struct resp_tracker *t, uint16_t status)
@@ -664,6 +677,7 @@ static enum resp_state feed_first(struct resp_tracker *t, const uint8_t *p, size
 	if (p[0] == 0x00) {
 		if (ok_parse(p, n, t->caps, &t->last_ok) < 0)
 			return RS_ERROR;
+		note_warnings(t, t->last_ok.warnings);
 		return end_or_more(t, t->last_ok.status);
 	}
 	if (p[0] == 0xfb)

@@ -267,7 +267,8 @@ struct resp_tracker {
 	uint32_t caps; /* the negotiated capabilities of the connection */
 	uint64_t left; /* column or parameter definitions still to come */
 	uint64_t prep_cols;
-	uint16_t status; /* of the last OK/EOF */
+	uint16_t status;   /* of the last OK/EOF */
+	uint16_t warnings; /* the most any OK/EOF of the answer reported */
 	bool saw_err;
 	bool in_frag; /* inside a split packet: continuation fragments ignored */
 	struct ok_pkt last_ok;

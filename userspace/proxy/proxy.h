@@ -37,7 +37,9 @@ struct proxy_pool_stats {
 	int idle;        /* reset connections waiting in the pools */
 	int in_use;      /* held by sessions (or being reset) */
 	uint64_t opened; /* new backend connections since start */
-	uint64_t reused; /* sessions given a pooled connection instead */
+	uint64_t reused; /* pooled connections taken instead (per statement when multiplexed) */
+	uint64_t resets; /* COM_RESET_CONNECTIONs sent when parking */
+	uint64_t clean;  /* parked without one: only clean reads ran on it */
 };
 /* Pool figures of one backend id, summed over the workers. Thread-safe. */
 void proxy_engine_pool(struct proxy_engine *e, uint32_t id, struct proxy_pool_stats *ps);

@@ -49,8 +49,8 @@ static void proxy_counters(uint32_t backend_id, struct backend_counters *c)
 	proxy_engine_counters(engine, backend_id, c);
 }
 
-/* "pool": {"NAME": {"idle", "in_use", "opened", "reused"}} per backend of
- * the topology now. */
+/* "pool": {"NAME": {"idle", "in_use", "opened", "reused", "resets",
+ * "clean"}} per backend of the topology now. */
 static void pool_status(struct json_object *root)
 {
 	const struct topology *t = topo_current();
@@ -69,6 +69,8 @@ static void pool_status(struct json_object *root)
 		json_object_object_add(o, "in_use", json_object_new_int(ps.in_use));
 		json_object_object_add(o, "opened", json_object_new_int64((int64_t)ps.opened));
 		json_object_object_add(o, "reused", json_object_new_int64((int64_t)ps.reused));
+		json_object_object_add(o, "resets", json_object_new_int64((int64_t)ps.resets));
+		json_object_object_add(o, "clean", json_object_new_int64((int64_t)ps.clean));
 		json_object_object_add(pool, t->backends[i].name, o);
 	}
 	topo_put(t);

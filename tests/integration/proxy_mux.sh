@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# proxy_mux.sh - multiplexing on 6450 under mysteerd: sessions that are
+# connected but between statements hold no backend connection, so 20 clients
+# held open need far fewer backend connections than 20; and a session whose
+# state lives on its connection keeps it (temporary table, @v assigned by
+# query, an open transaction, LAST_INSERT_ID() after an INSERT, SHOW WARNINGS
+# and ROW_COUNT() right after the statement they ask about) while other
+# sessions come and go on the same backends.
+. "$(dirname "$0")/lib.sh"
+itest_init proxy_mux
+itest_sandbox_up
+
+PP=6450
+# pool_min_idle = 0: every backend connection counted below was opened for a
+# client, none kept warm in advance.
+ITEST_PROXY_EXTRA="workers = 2
+pool_min_idle = 0
+pool_idle_timeout_ms = 2000" itest_write_config "$T/mysteer.conf"
+itest_daemon_start "$T/mysteer.conf" || { itest_done; exit 1; }
+
+p() { mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp --connect-timeout=5 -N -B -e "$1"; }
+apps() { sql_root "$1" "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER='app'"; }
+replica_apps() { echo $(($(apps $P2) + $(apps $P3))); }
+proxy_fig() { status_json | json_get "d['proxy']['$1']"; }
+pool_fig() { status_json | json_get "sum(v['$1'] for v in d.get('pool', {}).values())"; }
+# held OUT PAUSE STATEMENT...: one client session that sends each statement,
+# then waits PAUSE seconds, connected all along (the mariadb client runs each
+# statement as its line arrives on stdin; -n: its output too).
+held() {
+	local out=$1 pause=$2 q
+	shift 2
+	for q in "$@"; do
+		echo "$q;"
+		sleep "$pause"
+	done | mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp --connect-timeout=5 -N -B -n \
+		>"$out" 2>&1
+}
+
+wait_until 15 bash -c "[ \"\$(mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp -N -B -e 'SELECT @@port' 2>/dev/null)\" != '' ]" >/dev/null
+p "CREATE DATABASE IF NOT EXISTS mux; CREATE TABLE IF NOT EXISTS mux.k (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(32)); CREATE TABLE IF NOT EXISTS mux.u (a INT); INSERT INTO mux.u VALUES (1), (2), (3)"
+sleep 0.5
+
+# --- an idle session holds nothing ------------------------------------------
+held "$T/idle.out" 3 "SELECT @@port" &
+hp=$!
+wait_until 5 bash -c "[ -s $T/idle.out ]" >/dev/null
+sleep 0.3
+clients=$(proxy_fig clients) in_use=$(pool_fig in_use)
+measured "one session connected between reads: clients $clients, backend connections in use $in_use"
+check_eq "a connected session between reads holds no backend connection" "1 0" "$clients $in_use"
+wait "$hp"
+
+held "$T/tmp.out" 3 "CREATE TEMPORARY TABLE mux.tmp (a INT)" "SELECT COUNT(*) FROM mux.tmp" &
+hp=$!
+wait_until 5 bash -c "[ -s $T/tmp.out ]" >/dev/null
+sleep 0.3
+in_use=$(pool_fig in_use)
+measured "one session with a temporary table between statements: in use $in_use"
+check_eq "a session with a temporary table keeps its writer connection" 1 "$in_use"
+wait "$hp"
+
+# --- 20 clients held open, a few reads each with pauses ----------------------
+# Each client sends 12 reads 1 s apart (12 s connected). Their first
+# statements come together with their logins (20 client processes starting at
+# once, slower on a busy machine), which opens more connections; those idle out
+# after pool_idle_timeout_ms (2 s), so the figures are sampled from 5 s on, and
+# only while at least 18 clients are connected (an ASan build is slower).
+before=$(replica_apps)
+pids=()
+for i in $(seq 1 20); do
+	held "$T/c$i.out" 1 "SELECT $i, @@port" "SELECT COUNT(*) FROM mux.u" "SELECT $i" \
+		"SELECT COUNT(*) FROM mux.k" "SELECT $i" "SELECT 1" "SELECT $i" "SELECT 2" \
+		"SELECT $i" "SELECT 3" "SELECT $i" "SELECT 4" &
+	pids+=($!)
+	sleep 0.05
+done
+pls=() bes=()
+sleep 4
+for s in $(seq 1 8); do
+	c=$(proxy_fig clients)
+	[ "$c" -ge 18 ] || break
+	bes+=("$(proxy_fig backend_connections)") pls+=("$(replica_apps)")
+	sleep 0.3
+done
+samples=${#pls[@]}
+# max and median of the samples: a machine busy with other work delays the
+# proxy, statements then arrive together and briefly need more connections
+stat() { printf '%s\n' "$@" | sort -n | awk '{v[NR]=$1} END {print v[NR], v[int((NR+1)/2)]}'; }
+read -r max_pl med_pl < <(stat "${pls[@]:-0}")
+read -r max_be med_be < <(stat "${bes[@]:-0}")
+fails=0
+for pid in "${pids[@]}"; do wait "$pid" || fails=$((fails + 1)); done
+rows=$(cat "$T"/c*.out | wc -l)
+measured "20 clients held open, 12 reads each 1 s apart, $samples samples with 18-20 of them connected: app connections in the 2 replicas' processlists at most $max_pl, median $med_pl (before: $before), backend connections of the proxy (writer included) at most $max_be, median $med_be; in all reused $(pool_fig reused), opened $(pool_fig opened), parked clean $(pool_fig clean), reset $(pool_fig resets)"
+check_eq "20 held-open clients all got their 12 answers" "0 240" "$fails $rows"
+check "sampled while the 20 clients were connected ($samples samples)" [ "$samples" -ge 2 ]
+check "20 connected clients never needed 20 replica connections (at most $max_pl)" [ "$max_pl" -lt 20 ]
+check "20 connected clients usually needed at most 10 (median $med_pl in the replicas' processlists)" [ "$med_pl" -le 10 ]
+check "the proxy never held 20 backend connections (at most $max_be)" [ "$max_be" -lt 20 ]
+
+# --- a connection that ran only clean reads skips COM_RESET_CONNECTION ---------
+r0=$(pool_fig resets) k0=$(pool_fig clean)
+for i in $(seq 1 30); do p "SELECT 1" >/dev/null; done
+r1=$(pool_fig resets) k1=$(pool_fig clean)
+measured "30 connect/SELECT 1/close sessions: parked without a reset +$((k1 - k0)), with one +$((r1 - r0)); opened $(pool_fig opened) in all"
+check_eq "connect/SELECT 1/close sessions send no COM_RESET_CONNECTION" 0 $((r1 - r0))
+check "each of their connections went back to the pool clean ($((k1 - k0)))" [ $((k1 - k0)) -ge 30 ]
+# A clean connection keeps its login schema: a session that asked for none
+# must not get one, a session that asked for another gets its own.
+for i in 1 2 3; do
+	mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp -N -B mux -e "SELECT 1" >/dev/null
+done
+dbs=$(for i in 1 2 3 4 5; do p "SELECT DATABASE()"; done | sort -u | tr '\n' ' ')
+check_eq "a session without a schema never gets a pooled connection's schema" "NULL " "$dbs"
+dbs=$(for i in 1 2 3; do mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp -N -B mysql -e "SELECT DATABASE()"; done | sort -u | tr '\n' ' ')
+check_eq "a session with a schema gets its own on a pooled connection" "mysql " "$dbs"
+
+# --- state that lives on a connection is kept ---------------------------------
+# Other sessions keep the backends busy meanwhile, so a connection handed back
+# to the pool would be taken (and reset) by one of them.
+noise() { for i in $(seq 1 40); do p "SELECT COUNT(*) FROM mux.u; INSERT INTO mux.k (v) VALUES ('noise')" >/dev/null 2>&1; done; }
+noise &
+n1=$!
+noise &
+n2=$!
+held "$T/s_tmp.out" 0.3 "CREATE TEMPORARY TABLE mux.t1 (a INT)" "INSERT INTO mux.t1 VALUES (7)" \
+	"SELECT 1" "SELECT a FROM mux.t1" &
+a=$!
+held "$T/s_var.out" 0.3 "SELECT @v := 42" "SELECT 1" "SELECT COUNT(*) FROM mux.u" "SELECT @v" &
+b=$!
+held "$T/s_set.out" 0.3 "SET @w = 5" "SELECT 1" "SELECT @w" &
+c=$!
+held "$T/s_trx.out" 0.3 "BEGIN" "INSERT INTO mux.k (v) VALUES ('trx')" "SELECT 1" \
+	"SELECT COUNT(*) FROM mux.k WHERE v = 'trx'" "ROLLBACK" "SELECT COUNT(*) FROM mux.k WHERE v = 'trx'" &
+d=$!
+held "$T/s_lid.out" 0.3 "INSERT INTO mux.k (v) VALUES ('lid1')" \
+	"SELECT LAST_INSERT_ID() = (SELECT id FROM mux.k WHERE v = 'lid1')" \
+	"INSERT INTO mux.k (v) VALUES ('lid2')" "SELECT COUNT(*) FROM mux.u" \
+	"SELECT LAST_INSERT_ID() = (SELECT id FROM mux.k WHERE v = 'lid2')" &
+e=$!
+held "$T/s_warn.out" 0.3 "SELECT CAST('1x' AS UNSIGNED)" "SHOW COUNT(*) WARNINGS" &
+f=$!
+held "$T/s_rc.out" 0.3 "UPDATE mux.u SET a = a + 10" "SELECT ROW_COUNT()" \
+	"DELETE FROM mux.k WHERE v = 'none'" "SELECT ROW_COUNT()" &
+g=$!
+held "$T/s_lock.out" 0.3 "SELECT GET_LOCK('mux_lock', 0)" "SELECT 1" \
+	"SELECT IS_USED_LOCK('mux_lock') = CONNECTION_ID()" "SELECT RELEASE_LOCK('mux_lock')" &
+h=$!
+held "$T/s_ac.out" 0.3 "SET autocommit = 0" "INSERT INTO mux.u VALUES (100)" "SELECT 1" \
+	"SELECT COUNT(*) FROM mux.u WHERE a = 100" "ROLLBACK" "SELECT COUNT(*) FROM mux.u WHERE a = 100" &
+i=$!
+for pid in $a $b $c $d $e $f $g $h $i $n1 $n2; do wait "$pid"; done
+check_eq "a temporary table is usable after other statements and pauses" "1 7" "$(tr '\n' ' ' <"$T/s_tmp.out" | sed 's/ $//')"
+check_eq "@v assigned by a query is visible later" "42 1 3 42" "$(tr '\n' ' ' <"$T/s_var.out" | sed 's/ $//')"
+check_eq "SET @w is replayed on whatever connection runs the next statement" "1 5" "$(tr '\n' ' ' <"$T/s_set.out" | sed 's/ $//')"
+check_eq "an open transaction keeps its connection (sees its insert, rollback drops it)" "1 1 0" "$(tr '\n' ' ' <"$T/s_trx.out" | sed 's/ $//')"
+check_eq "LAST_INSERT_ID() is the session's insert's id, also after a read" "1 3 1" "$(tr '\n' ' ' <"$T/s_lid.out" | sed 's/ $//')"
+check_eq "SHOW WARNINGS reads the previous statement's warnings" "1 1" "$(tr '\n' ' ' <"$T/s_warn.out" | sed 's/ $//')"
+check_eq "ROW_COUNT() reads the previous statement's count" "3 0" "$(tr '\n' ' ' <"$T/s_rc.out" | sed 's/ $//')"
+check_eq "a named lock stays with its session" "1 1 1 1" "$(tr '\n' ' ' <"$T/s_lock.out" | sed 's/ $//')"
+check_eq "autocommit = 0 keeps the connection until the rollback" "1 1 0" "$(tr '\n' ' ' <"$T/s_ac.out" | sed 's/ $//')"
+
+# --- the pool stays clean ------------------------------------------------------
+leaks=0
+for i in $(seq 1 10); do
+	out=$(p "SELECT @v IS NULL AND @w IS NULL; SELECT a FROM mux.t1" 2>&1 | tr '\n' ' ')
+	case "$out" in "1 "*"mux.t1' doesn't exist"*) ;; *) leaks=$((leaks + 1)); echo "# leak: $out" ;; esac
+done
+check_eq "no temporary table or variable leaks into other sessions" 0 "$leaks"
+check "mysteerd still runs" kill -0 "$ITEST_DAEMON_PID"
+itest_daemon_stop
+itest_done
