@@ -51,6 +51,11 @@
 #define MAX_RETRIES     2
 #define SWEEP_MS        250
 #define PROXY_MAX_IDS   256
+/* Prepared statements: per backend connection (server side, a pooled
+ * connection must not eat the server's global max_prepared_stmt_count,
+ * 16382 by default) and per client session (the proxy's memory). */
+#define PS_PER_CONN    256
+#define PS_PER_SESSION 1024
 
 enum ev_type { EV_LISTEN = 1, EV_CLIENT, EV_BACKEND, EV_WAKE };
 
@@ -79,6 +84,7 @@ struct pstmt {
 	uint64_t serial[2];
 	uint32_t xid[2];
 	bool types_sent[2];
+	uint64_t used[2];    /* per slot: the session's ps_tick at its last PREPARE or EXECUTE */
 	uint8_t *types;      /* 2 * nparams bytes from the last EXECUTE that bound them */
 	struct buf longdata; /* SEND_LONG_DATA payloads, each led by its 4-byte length */
 	struct pstmt *next;
@@ -133,6 +139,8 @@ struct client {
 	struct pstmt *stmts, *cur_ps;
 	char last_gtid[64]; /* of the session's last write, from the writer's OK */
 	uint32_t next_stmt_id;
+	uint32_t nstmts;    /* statements in stmts: capped by ps_per_session */
+	uint64_t ps_tick;   /* LRU clock of the backend statements (pstmt.used) */
 	struct buf scratch; /* the rewritten EXECUTE */
 	uint32_t events;    /* epoll interest now */
 	bool closing;
@@ -195,6 +203,7 @@ struct proxy_engine {
 	size_t nusers;
 	int max_clients, handshake_timeout_ms;
 	uint32_t max_packet;
+	uint32_t ps_per_conn, ps_per_session; /* prepared statement caps (ps_caps_init) */
 	_Atomic int ryw_mode, ryw_ms;
 	_Atomic int pool_max, pool_idle_ms, pool_min_idle;
 	_Atomic int nclients;
@@ -386,6 +395,7 @@ static void ps_free(struct client *c, struct pstmt *ps)
 	}
 	if (c->cur_ps == ps)
 		c->cur_ps = NULL;
+	c->nstmts--;
 	free(ps->sql);
 	free(ps->types);
 	buf_free(&ps->longdata);
@@ -405,6 +415,7 @@ static struct pstmt *ps_new(struct client *c, const uint8_t *sql, size_t len)
 	ps->id = ++c->next_stmt_id;
 	ps->next = c->stmts;
 	c->stmts = ps;
+	c->nstmts++;
 	return ps;
 }
 
@@ -416,6 +427,51 @@ static int ps_slot(const struct bconn *b)
 static bool ps_ready_on(const struct pstmt *ps, const struct bconn *b)
 {
 	return ps->serial[ps_slot(b)] == b->serial && ps->xid[ps_slot(b)] != 0;
+}
+
+static void ps_touch(struct client *c, struct pstmt *ps, const struct bconn *b)
+{
+	ps->used[ps_slot(b)] = ++c->ps_tick;
+}
+
+/* The statement prepared on b that ran least recently, or NULL. */
+static struct pstmt *ps_lru_on(struct client *c, const struct bconn *b, uint32_t *count)
+{
+	struct pstmt *lru = NULL;
+
+	*count = 0;
+	for (struct pstmt *ps = c->stmts; ps; ps = ps->next) {
+		if (!ps_ready_on(ps, b))
+			continue;
+		(*count)++;
+		if (!lru || ps->used[ps_slot(b)] < lru->used[ps_slot(b)])
+			lru = ps;
+	}
+	return lru;
+}
+
+/*
+ * Before a PREPARE on b: a pooled connection lives long and its session may
+ * prepare many statements, so each connection holds at most ps_per_conn of
+ * them (the server's max_prepared_stmt_count is global). Beyond that the
+ * least recently used one is closed there and forgotten: its next EXECUTE on
+ * b prepares it again, lazily, like on any other connection. COM_STMT_CLOSE
+ * has no answer, so b->internal is not counted up for it.
+ */
+static int ps_make_room(struct client *c, struct bconn *b)
+{
+	uint8_t pkt[5] = {COM_STMT_CLOSE};
+	uint32_t count;
+	struct pstmt *lru;
+
+	while ((lru = ps_lru_on(c, b, &count)) && count >= c->w->e->ps_per_conn) {
+		put_le32(pkt + 1, lru->xid[ps_slot(b)]);
+		if (buf_put_packet(&b->out, 0, pkt, sizeof(pkt)) < 0)
+			return -1;
+		lru->xid[ps_slot(b)] = 0;
+		lru->serial[ps_slot(b)] = 0;
+	}
+	return 0;
 }
 
 /* ---- object lifetime ---- */
@@ -1591,10 +1647,13 @@ static int queue_ps_prereqs(struct client *c, struct bconn *b, uint32_t *xid)
 	struct pstmt *ps = c->cur_ps;
 	uint8_t hdr[7];
 
+	ps_touch(c, ps, b);
 	if (ps_ready_on(ps, b)) {
 		*xid = ps->xid[ps_slot(b)];
 	} else {
 		*xid = 0xffffffffu;
+		if (ps_make_room(c, b) < 0)
+			return -1;
 		hdr[0] = COM_STMT_PREPARE;
 		if (buf_reserve(&b->out, PKT_HDR + 1 + ps->len) < 0)
 			return -1;
@@ -1704,6 +1763,10 @@ static int send_cmd(struct client *c, struct bconn *b)
 	}
 	if (c->cur_ps && p[0] == COM_STMT_EXECUTE) {
 		if (queue_ps_prereqs(c, b, &xid) < 0 || build_execute(c, b, xid, &p, &n) < 0)
+			return -1;
+	} else if (c->cur_ps && p[0] == COM_STMT_PREPARE) {
+		ps_touch(c, c->cur_ps, b);
+		if (ps_make_room(c, b) < 0)
 			return -1;
 	}
 	if (buf_put_packet(&b->out, 0, p, n) < 0)
@@ -1909,9 +1972,22 @@ static void unknown_stmt(struct client *c, uint32_t id, const char *cmd)
 
 static int cmd_prepare(struct client *c, const uint8_t *p, size_t n)
 {
+	uint32_t max = c->w->e->ps_per_session;
 	struct cls_result res;
-	struct pstmt *ps = ps_new(c, p + 1, n - 1);
+	struct pstmt *ps;
+	char msg[128];
 
+	/* Each statement keeps its SQL here: without a cap a client could fill
+	 * the proxy's memory. Answered as the server would at its own limit. */
+	if (c->nstmts >= max) {
+		snprintf(msg, sizeof(msg),
+		         "Can't create more than max_prepared_stmt_count statements "
+		         "(current value: %u)",
+		         max);
+		client_err(c, 1, 1461, "42000", msg);
+		return -1;
+	}
+	ps = ps_new(c, p + 1, n - 1);
 	if (!ps) {
 		c->closing = true;
 		return -1;
@@ -2588,6 +2664,25 @@ static int worker_init(struct worker *w, struct proxy_engine *e, const char *add
 	return 0;
 }
 
+/* The caps above; tests make them small with MYSTEER_TEST_PS_PER_CONN and
+ * MYSTEER_TEST_PS_PER_SESSION (test-only, not a config key). */
+static uint32_t ps_cap_env(const char *name, uint32_t dflt)
+{
+	const char *v = getenv(name);
+	char *end;
+	unsigned long n;
+
+	if (!v || !*v)
+		return dflt;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno || *end || n == 0 || n > 1000000) {
+		log_warn("proxy: ignoring %s=%s (want 1..1000000)", name, v);
+		return dflt;
+	}
+	return (uint32_t)n;
+}
+
 struct proxy_engine *proxy_engine_start(const struct config *cfg, const char *addr, uint16_t port,
                                         char *err, size_t errlen)
 {
@@ -2603,6 +2698,8 @@ struct proxy_engine *proxy_engine_start(const struct config *cfg, const char *ad
 	e->handshake_timeout_ms = cfg->handshake_timeout_ms;
 	e->max_packet = cfg->max_packet_size;
 	e->next_conn_id = 1;
+	e->ps_per_conn = ps_cap_env("MYSTEER_TEST_PS_PER_CONN", PS_PER_CONN);
+	e->ps_per_session = ps_cap_env("MYSTEER_TEST_PS_PER_SESSION", PS_PER_SESSION);
 	proxy_engine_reload(e, cfg);
 	e->workers = calloc((size_t)n, sizeof(*e->workers));
 	if (!e->workers || !e->users) {
