@@ -203,7 +203,7 @@ struct proxy_engine {
 	size_t nusers;
 	int max_clients, handshake_timeout_ms;
 	uint32_t max_packet;
-	uint32_t ps_per_conn, ps_per_session; /* prepared statement caps (ps_caps_init) */
+	uint32_t ps_per_conn, ps_per_session; /* prepared statement caps (ps_cap_env) */
 	_Atomic int ryw_mode, ryw_ms;
 	_Atomic int pool_max, pool_idle_ms, pool_min_idle;
 	_Atomic int nclients;
