@@ -283,6 +283,61 @@ static void disconnect_part(unsigned port, int per_conn)
 	check(back_to_base(), "disconnecting with statements open releases them on every server");
 }
 
+/* Sends n chunks of 400000 bytes as parameter 0, runs the statement
+ * (SELECT LENGTH(?)); returns the length, -1 on error (errno in *err). */
+static long long long_data(MYSQL_STMT *s, int n, unsigned *err)
+{
+	static char chunk[400000];
+	MYSQL_BIND in, out;
+	long long r = -1;
+
+	memset(chunk, 'x', sizeof(chunk));
+	memset(&in, 0, sizeof(in));
+	in.buffer_type = MYSQL_TYPE_BLOB;
+	memset(&out, 0, sizeof(out));
+	out.buffer_type = MYSQL_TYPE_LONGLONG;
+	out.buffer = &r;
+	*err = 0;
+	if (mysql_stmt_bind_param(s, &in))
+		return -1;
+	for (int i = 0; i < n; i++)
+		if (mysql_stmt_send_long_data(s, 0, chunk, sizeof(chunk)))
+			return -1;
+	if (mysql_stmt_execute(s) || mysql_stmt_bind_result(s, &out) || mysql_stmt_fetch(s)) {
+		*err = mysql_stmt_errno(s);
+		fprintf(stderr, "long data x%d: %u %s\n", n, *err, mysql_stmt_error(s));
+		return -1;
+	}
+	while (mysql_stmt_fetch(s) == 0)
+		;
+	mysql_stmt_free_result(s);
+	return r;
+}
+
+/* Part 3: long data is bounded by max_packet_size (1 MB in the test). */
+static void long_data_part(unsigned port)
+{
+	MYSQL *m = connect_to(port);
+	MYSQL_STMT *s = m ? mysql_stmt_init(m) : NULL;
+	const char *sql = "SELECT LENGTH(?)";
+	unsigned err = 0;
+	char what[160];
+
+	check(s && !mysql_stmt_prepare(s, sql, strlen(sql)),
+	      "third session: SELECT LENGTH(?) prepared");
+	if (!s)
+		exit(1);
+	long long r = long_data(s, 3, &err);
+	snprintf(what, sizeof(what),
+	         "1.2 MB of long data past max_packet_size: EXECUTE gets ERR (%u)", err);
+	check(r == -1 && err == 1105, what);
+	r = long_data(s, 2, &err);
+	snprintf(what, sizeof(what), "then 800 KB of long data: LENGTH() = %lld", r);
+	check(r == 800000, what);
+	check(!mysql_stmt_close(s), "statement closed");
+	mysql_close(m);
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -304,6 +359,7 @@ int main(int argc, char **argv)
 	}
 	session_part(port, per_conn, per_session);
 	disconnect_part(port, per_conn);
+	long_data_part(port);
 	printf("# pscap: done\n");
 	for (int i = 0; i < nbe; i++)
 		mysql_close(mon[i]);

@@ -5,7 +5,8 @@
 # PER_SESSION client statements per session (ERR 1461 beyond, the session goes
 # on). The caps are 256 and 1024; the test makes them small with the test-only
 # MYSTEER_TEST_PS_PER_CONN / MYSTEER_TEST_PS_PER_SESSION environment
-# variables, and proxy_pscap checks each server's Prepared_stmt_count.
+# variables, and proxy_pscap checks each server's Prepared_stmt_count. Long
+# data kept for an EXECUTE is bounded by max_packet_size (1 MB here).
 . "$(dirname "$0")/lib.sh"
 itest_init proxy_pscap
 itest_sandbox_up
@@ -15,7 +16,8 @@ PP=6450
 PER_CONN=4
 PER_SESSION=12
 
-ITEST_PROXY_EXTRA="workers = 2" itest_write_config "$T/mysteer.conf"
+ITEST_PROXY_EXTRA="workers = 2
+max_packet_size = 1048576" itest_write_config "$T/mysteer.conf"
 MYSTEER_TEST_PS_PER_CONN=$PER_CONN MYSTEER_TEST_PS_PER_SESSION=$PER_SESSION \
 	"$PROXY_RUN" -c "$T/mysteer.conf" -w db1 -r db2,db3 -t "$T/topo" >"$T/proxy.log" 2>&1 &
 PROXY_PID=$!

@@ -87,6 +87,7 @@ struct pstmt {
 	uint64_t used[2];    /* per slot: the session's ps_tick at its last PREPARE or EXECUTE */
 	uint8_t *types;      /* 2 * nparams bytes from the last EXECUTE that bound them */
 	struct buf longdata; /* SEND_LONG_DATA payloads, each led by its 4-byte length */
+	bool longdata_over;  /* they passed max_packet_size: the next EXECUTE fails */
 	struct pstmt *next;
 };
 
@@ -2015,6 +2016,13 @@ static int cmd_execute(struct client *c, const uint8_t *p, size_t n)
 		unknown_stmt(c, n >= 5 ? get_le32(p + 1) : 0, "mysqld_stmt_execute");
 		return -1;
 	}
+	if (ps->longdata_over) { /* the server's answer in that case */
+		ps->longdata_over = false;
+		client_err(c, 1, 1105, "HY000",
+		           "Parameter of prepared statement which is set through "
+		           "mysql_send_long_data() is longer than 'max_packet_size' bytes");
+		return -1;
+	}
 	off = 10 + ((size_t)ps->nparams + 7) / 8;
 	if (ps->nparams > 0 && n > off && p[off] == 1) {
 		if (n < off + 1 + 2u * ps->nparams) {
@@ -2038,8 +2046,15 @@ static void cmd_long_data(struct client *c, const uint8_t *p, size_t n)
 	struct pstmt *ps = n >= 7 ? ps_find(c, get_le32(p + 1)) : NULL;
 	uint8_t len[4];
 
-	if (!ps)
+	if (!ps || ps->longdata_over)
 		return; /* the server answers nothing either; EXECUTE will fail */
+	/* Kept here until the EXECUTE: bounded like the server's own
+	 * max_long_data_size, or a client could grow it without end. */
+	if (buf_used(&ps->longdata) + 4 + n > c->w->e->max_packet) {
+		ps->longdata_over = true;
+		buf_consume(&ps->longdata, buf_used(&ps->longdata));
+		return;
+	}
 	put_le32(len, (uint32_t)n);
 	if (buf_append(&ps->longdata, len, 4) < 0 || buf_append(&ps->longdata, p, n) < 0)
 		c->closing = true;
@@ -2075,6 +2090,7 @@ static void cmd_stmt_reset(struct client *c, const uint8_t *p, size_t n)
 	/* Long data lives here until EXECUTE, and cursors are never opened:
 	 * nothing on a backend needs resetting. */
 	buf_consume(&ps->longdata, buf_used(&ps->longdata));
+	ps->longdata_over = false;
 	client_ok(c, 1);
 }
 
