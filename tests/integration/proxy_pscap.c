@@ -308,29 +308,37 @@ static void disconnect_part(unsigned port, int per_conn)
 	check(back_to_base(), "disconnecting with statements open releases them on every server");
 }
 
-/* Sends n chunks of 400000 bytes as parameter 0, runs the statement
- * (SELECT LENGTH(?)); returns the length, -1 on error (errno in *err). */
-static long long long_data(MYSQL_STMT *s, int n, unsigned *err)
+/* Binds parameter 0 of "SELECT LENGTH(?)" as long data and sends n chunks
+ * of 400000 bytes. */
+static int send_chunks(MYSQL_STMT *s, int n)
 {
 	static char chunk[400000];
-	MYSQL_BIND in, out;
-	long long r = -1;
+	MYSQL_BIND in;
 
 	memset(chunk, 'x', sizeof(chunk));
 	memset(&in, 0, sizeof(in));
 	in.buffer_type = MYSQL_TYPE_BLOB;
-	memset(&out, 0, sizeof(out));
-	out.buffer_type = MYSQL_TYPE_LONGLONG;
-	out.buffer = &r;
-	*err = 0;
 	if (mysql_stmt_bind_param(s, &in))
 		return -1;
 	for (int i = 0; i < n; i++)
 		if (mysql_stmt_send_long_data(s, 0, chunk, sizeof(chunk)))
 			return -1;
+	return 0;
+}
+
+/* Runs it: the length, or -1 with the error number in *err. */
+static long long exec_len(MYSQL_STMT *s, unsigned *err)
+{
+	MYSQL_BIND out;
+	long long r = -1;
+
+	memset(&out, 0, sizeof(out));
+	out.buffer_type = MYSQL_TYPE_LONGLONG;
+	out.buffer = &r;
+	*err = 0;
 	if (mysql_stmt_execute(s) || mysql_stmt_bind_result(s, &out) || mysql_stmt_fetch(s)) {
 		*err = mysql_stmt_errno(s);
-		fprintf(stderr, "long data x%d: %u %s\n", n, *err, mysql_stmt_error(s));
+		fprintf(stderr, "long data: %u %s\n", *err, mysql_stmt_error(s));
 		return -1;
 	}
 	while (mysql_stmt_fetch(s) == 0)
@@ -339,27 +347,51 @@ static long long long_data(MYSQL_STMT *s, int n, unsigned *err)
 	return r;
 }
 
-/* Part 3: long data is bounded by max_packet_size (1 MB in the test). */
+static MYSQL_STMT *prep_len(MYSQL *m)
+{
+	MYSQL_STMT *s = m ? mysql_stmt_init(m) : NULL;
+	const char *sql = "SELECT LENGTH(?)";
+
+	if (s && mysql_stmt_prepare(s, sql, strlen(sql))) {
+		fprintf(stderr, "prepare %s: %s\n", sql, mysql_stmt_error(s));
+		mysql_stmt_close(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* Part 3: long data held by a session is bounded by max_packet_size (1 MB
+ * in the test), over all its statements. */
 static void long_data_part(unsigned port)
 {
 	MYSQL *m = connect_to(port);
-	MYSQL_STMT *s = m ? mysql_stmt_init(m) : NULL;
-	const char *sql = "SELECT LENGTH(?)";
+	MYSQL_STMT *a = prep_len(m), *b = prep_len(m);
 	unsigned err = 0;
 	char what[160];
+	long long r;
 
-	check(s && !mysql_stmt_prepare(s, sql, strlen(sql)),
-	      "third session: SELECT LENGTH(?) prepared");
-	if (!s)
+	check(a && b, "third session: two SELECT LENGTH(?) prepared");
+	if (!a || !b)
 		exit(1);
-	long long r = long_data(s, 3, &err);
+	r = send_chunks(a, 3) ? -2 : exec_len(a, &err);
 	snprintf(what, sizeof(what),
-	         "1.2 MB of long data past max_packet_size: EXECUTE gets ERR (%u)", err);
+	         "1.2 MB of long data past max_packet_size: EXECUTE gets ERR 1105 (%u)", err);
 	check(r == -1 && err == 1105, what);
-	r = long_data(s, 2, &err);
+	r = send_chunks(a, 2) ? -2 : exec_len(a, &err);
 	snprintf(what, sizeof(what), "then 800 KB of long data: LENGTH() = %lld", r);
 	check(r == 800000, what);
-	check(!mysql_stmt_close(s), "statement closed");
+	/* 800 KB held for a, 400 KB more for b: over the session's budget. */
+	check(!send_chunks(a, 2) && !send_chunks(b, 1), "long data sent to two statements");
+	r = exec_len(b, &err);
+	snprintf(what, sizeof(what),
+	         "800 KB held for one statement and 400 KB for another: the second gets ERR "
+	         "1105 (%u)",
+	         err);
+	check(r == -1 && err == 1105, what);
+	r = exec_len(a, &err);
+	snprintf(what, sizeof(what), "the first still runs with its 800 KB: LENGTH() = %lld", r);
+	check(r == 800000, what);
+	check(!mysql_stmt_close(a) && !mysql_stmt_close(b), "statements closed");
 	mysql_close(m);
 }
 

@@ -87,7 +87,7 @@ struct pstmt {
 	uint64_t used[2];    /* per slot: the session's ps_tick at its last PREPARE or EXECUTE */
 	uint8_t *types;      /* 2 * nparams bytes from the last EXECUTE that bound them */
 	struct buf longdata; /* SEND_LONG_DATA payloads, each led by its 4-byte length */
-	bool longdata_over;  /* they passed max_packet_size: the next EXECUTE fails */
+	bool longdata_over;  /* the session's passed max_packet_size: the next EXECUTE fails */
 	struct pstmt *next;
 };
 
@@ -142,6 +142,7 @@ struct client {
 	uint32_t next_stmt_id;
 	uint32_t nstmts;    /* statements in stmts: capped by ps_per_session */
 	uint64_t ps_tick;   /* LRU clock of the backend statements (pstmt.used) */
+	size_t ld_bytes;    /* long data held for all its statements */
 	struct buf scratch; /* the rewritten EXECUTE */
 	uint32_t events;    /* epoll interest now */
 	bool closing;
@@ -386,6 +387,14 @@ static struct pstmt *ps_find(struct client *c, uint32_t id)
 	return NULL;
 }
 
+/* Drops the statement's long data and its memory, and counts it off. */
+static void ps_drop_longdata(struct client *c, struct pstmt *ps)
+{
+	c->ld_bytes -= buf_used(&ps->longdata);
+	buf_consume(&ps->longdata, buf_used(&ps->longdata));
+	buf_trim(&ps->longdata);
+}
+
 static void ps_free(struct client *c, struct pstmt *ps)
 {
 	for (struct pstmt **pp = &c->stmts; *pp; pp = &(*pp)->next) {
@@ -397,6 +406,7 @@ static void ps_free(struct client *c, struct pstmt *ps)
 	if (c->cur_ps == ps)
 		c->cur_ps = NULL;
 	c->nstmts--;
+	ps_drop_longdata(c, ps);
 	free(ps->sql);
 	free(ps->types);
 	buf_free(&ps->longdata);
@@ -1358,7 +1368,7 @@ static void on_answer_done(struct client *c, struct bconn *b)
 	if (c->cur_ps && c->cur_kind == RESP_PREPARE && !ok)
 		ps_free(c, c->cur_ps);
 	else if (c->cur_ps)
-		buf_consume(&c->cur_ps->longdata, buf_used(&c->cur_ps->longdata));
+		ps_drop_longdata(c, c->cur_ps);
 	c->cur_ps = NULL;
 	c->last = b;
 	c->cur_hist = false;
@@ -2048,16 +2058,19 @@ static void cmd_long_data(struct client *c, const uint8_t *p, size_t n)
 
 	if (!ps || ps->longdata_over)
 		return; /* the server answers nothing either; EXECUTE will fail */
-	/* Kept here until the EXECUTE: bounded like the server's own
-	 * max_long_data_size, or a client could grow it without end. */
-	if (buf_used(&ps->longdata) + 4 + n > c->w->e->max_packet) {
+	/* Kept here until the EXECUTE: bounded for the whole session (all its
+	 * statements) like the server's own max_long_data_size, or a client
+	 * could grow it without end. */
+	if (c->ld_bytes + 4 + n > c->w->e->max_packet) {
 		ps->longdata_over = true;
-		buf_consume(&ps->longdata, buf_used(&ps->longdata));
+		ps_drop_longdata(c, ps);
 		return;
 	}
+	size_t before = buf_used(&ps->longdata);
 	put_le32(len, (uint32_t)n);
 	if (buf_append(&ps->longdata, len, 4) < 0 || buf_append(&ps->longdata, p, n) < 0)
 		c->closing = true;
+	c->ld_bytes += buf_used(&ps->longdata) - before;
 }
 
 static void cmd_stmt_close(struct client *c, const uint8_t *p, size_t n)
@@ -2089,7 +2102,7 @@ static void cmd_stmt_reset(struct client *c, const uint8_t *p, size_t n)
 	}
 	/* Long data lives here until EXECUTE, and cursors are never opened:
 	 * nothing on a backend needs resetting. */
-	buf_consume(&ps->longdata, buf_used(&ps->longdata));
+	ps_drop_longdata(c, ps);
 	ps->longdata_over = false;
 	client_ok(c, 1);
 }
