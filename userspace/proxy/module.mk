@@ -26,6 +26,12 @@ $(BUILD)/tests/proxy_run: $(BUILD)/obj/tests/integration/proxy_run.o $(PROXY_OBJ
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
+# proxy_pscap: the prepared statement caps through 6450 (proxy_pscap.sh).
+BINS += $(BUILD)/tests/proxy_pscap
+$(BUILD)/tests/proxy_pscap: $(BUILD)/obj/tests/integration/proxy_pscap.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
 DAEMON_OBJS += $(PROXY_OBJS) $(CLASSIFY_OBJS)
 INTEG_TESTS += tests/integration/proxy.sh tests/integration/proxy_routines.sh \
 	       tests/integration/proxy_pool.sh tests/integration/proxy_mux.sh \
@@ -34,11 +40,5 @@ INTEG_TESTS += tests/integration/proxy.sh tests/integration/proxy_routines.sh \
 # proxy_ps: a libmysqlclient test client for prepared statements through 6450.
 BINS += $(BUILD)/tests/proxy_ps
 $(BUILD)/tests/proxy_ps: $(BUILD)/obj/tests/integration/proxy_ps.o
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
-
-# proxy_pscap: the prepared statement caps through 6450 (proxy_pscap.sh).
-BINS += $(BUILD)/tests/proxy_pscap
-$(BUILD)/tests/proxy_pscap: $(BUILD)/obj/tests/integration/proxy_pscap.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
