@@ -114,7 +114,7 @@ int main(int argc, char **argv)
 	      "a client that did not ask sees no last_gtid after an INSERT");
 	printf("measured: tracked variables in the INSERT's OK, client did not ask: %d\n", nvars);
 	for (int i = 0; i < 20; i++) {
-		char q[96], v[16];
+		char q[96], v[32];
 		snprintf(v, sizeof(v), "trk0_%d", i);
 		snprintf(q, sizeof(q), "INSERT INTO t.k (v) VALUES ('%s')", v);
 		if (run(m, q) == 0 && !tracked(m, "last_gtid", val, sizeof(val), &nvars) &&
