@@ -104,6 +104,13 @@ ITEST_FAILED=$((ITEST_FAILED + $(grep -c '^not ok' "$T/ps.out")))
 check "proxy_ps ran to the end" grep -q "usable after the closes" "$T/ps.out"
 [ -s "$T/ps.err" ] && sed 's/^/# /' "$T/ps.err"
 
+# --- session-state tracking: the proxy's last_gtid is hidden (libmysqlclient)
+"$ITEST_BUILD/tests/proxy_track" $PP 2>"$T/track.err" | tee "$T/track.out" | grep -v '^ok'
+ITEST_PASSED=$((ITEST_PASSED + $(grep -c '^ok' "$T/track.out")))
+ITEST_FAILED=$((ITEST_FAILED + $(grep -c '^not ok' "$T/track.out")))
+check "proxy_track ran to the end" grep -q "proxy_track: done" "$T/track.out"
+[ -s "$T/track.err" ] && sed 's/^/# /' "$T/track.err"
+
 # --- hostile clients --------------------------------------------------------
 python3 - "$PP" <<'PY' >"$T/hostile.out" 2>&1
 import socket, sys, time, os

@@ -233,6 +233,190 @@ START_TEST(session_track_gtid)
 }
 END_TEST
 
+/* Appends a session-track entry: type, then its data as a lenenc string. */
+static void put_entry(struct wr *w, uint8_t type, const void *data, size_t n)
+{
+	wr_int(w, type, 1);
+	wr_lenenc_str(w, data, n);
+}
+
+/* Appends a system variable entry (type 0): name and value. */
+static void put_sysvar(struct wr *w, const char *name, const char *val)
+{
+	uint8_t d[512];
+	struct wr v;
+
+	wr_init(&v, d, sizeof(d));
+	wr_lenenc_str(&v, name, strlen(name));
+	wr_lenenc_str(&v, val, strlen(val));
+	ck_assert(!v.err);
+	put_entry(w, 0, d, wr_len(&v));
+}
+
+/* An OK payload with session state (header 0x00 or 0xfe); returns its length. */
+static size_t build_ok_state(uint8_t *buf, size_t cap, uint8_t header, const uint8_t *state,
+                             size_t n)
+{
+	struct wr w;
+
+	wr_init(&w, buf, cap);
+	wr_int(&w, header, 1);
+	wr_lenenc(&w, 1);
+	wr_lenenc(&w, 7);
+	wr_int(&w, SST_AUTOCOMMIT | SST_SESSION_STATE_CHANGED, 2);
+	wr_int(&w, 2, 2);
+	wr_lenenc_str(&w, "info", 4);
+	wr_lenenc_str(&w, state, n);
+	ck_assert(!w.err);
+	return wr_len(&w);
+}
+
+START_TEST(drop_last_gtid_only)
+{
+	uint8_t st[64], buf[128], out[128];
+	struct wr w;
+	struct ok_pkt ok;
+	int n;
+
+	wr_init(&w, st, sizeof(st));
+	put_sysvar(&w, "last_gtid", "0-1-42");
+	size_t len = build_ok_state(buf, sizeof(buf), 0x00, st, wr_len(&w));
+	n = ok_drop_sysvar(out, buf, len, PROXY_CAPS, "last_gtid");
+	ck_assert_int_gt(n, 0);
+	/* nothing left: no state, and the flag is off so clients look for none */
+	ck_assert_int_eq(ok_parse(out, (size_t)n, PROXY_CAPS, &ok), 0);
+	ck_assert_ptr_null(ok.state);
+	ck_assert_uint_eq(ok.status, SST_AUTOCOMMIT);
+	ck_assert_uint_eq(ok.affected, 1);
+	ck_assert_uint_eq(ok.insert_id, 7);
+	ck_assert_uint_eq(ok.warnings, 2);
+	ck_assert_uint_eq(ok.info_len, 4);
+	ck_assert_int_eq(memcmp(ok.info, "info", 4), 0);
+	ck_assert_int_eq(n, (int)len - 1 - (int)wr_len(&w));
+	/* the same in place, and for the OK that ends a result (0xfe) */
+	len = build_ok_state(buf, sizeof(buf), 0xfe, st, wr_len(&w));
+	ck_assert_int_eq(ok_drop_sysvar(buf, buf, len, PROXY_CAPS, "last_gtid"), n);
+	ck_assert_uint_eq(buf[0], 0xfe);
+	ck_assert_int_eq(memcmp(buf + 1, out + 1, (size_t)n - 1), 0);
+}
+END_TEST
+
+/* What the server reports besides last_gtid passes untouched, in order. */
+START_TEST(drop_last_gtid_keeps_others)
+{
+	uint8_t st[256], want[256], buf[512], out[512];
+	struct wr w, k;
+	struct ok_pkt ok;
+	char gtid[64];
+	uint8_t schema[8];
+	int n;
+
+	wr_init(&w, st, sizeof(st));
+	wr_init(&k, want, sizeof(want));
+	wr_init(&k, schema, sizeof(schema));
+	wr_lenenc_str(&k, "t", 1);
+	size_t sl = wr_len(&k);
+	wr_init(&k, want, sizeof(want));
+	put_entry(&w, 1, schema, sl); /* SESSION_TRACK_SCHEMA */
+	put_entry(&k, 1, schema, sl);
+	put_sysvar(&w, "last_gtid", "0-1-42");
+	put_sysvar(&w, "autocommit", "ON");
+	put_sysvar(&k, "autocommit", "ON");
+	put_entry(&w, 2,
+	          "\x01"
+	          "1",
+	          2); /* SESSION_TRACK_STATE_CHANGE */
+	put_entry(&k, 2,
+	          "\x01"
+	          "1",
+	          2);
+	put_entry(&w, 3,
+	          "\x00\x06"
+	          "0-1-42",
+	          8); /* SESSION_TRACK_GTIDS */
+	put_entry(&k, 3,
+	          "\x00\x06"
+	          "0-1-42",
+	          8);
+	put_sysvar(&w, "last_gtid_x", "1");
+	put_sysvar(&k, "last_gtid_x", "1");
+	ck_assert(!w.err && !k.err);
+	size_t len = build_ok_state(buf, sizeof(buf), 0x00, st, wr_len(&w));
+	n = ok_drop_sysvar(out, buf, len, PROXY_CAPS, "last_gtid");
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(ok_parse(out, (size_t)n, PROXY_CAPS, &ok), 0);
+	ck_assert_uint_eq(ok.status, SST_AUTOCOMMIT | SST_SESSION_STATE_CHANGED);
+	ck_assert_uint_eq(ok.state_len, wr_len(&k));
+	ck_assert_int_eq(memcmp(ok.state, want, wr_len(&k)), 0);
+	ck_assert_int_eq(ok_find_last_gtid(&ok, gtid, sizeof(gtid)), 0);
+	/* nothing to drop the second time */
+	ck_assert_int_eq(ok_drop_sysvar(buf, out, (size_t)n, PROXY_CAPS, "last_gtid"), 0);
+}
+END_TEST
+
+/* A state longer than 250 bytes has a 3-byte length; what is left, 1 byte. */
+START_TEST(drop_last_gtid_shrinks_length)
+{
+	uint8_t st[512], buf[600];
+	char big[300];
+	struct wr w;
+	struct ok_pkt ok;
+	char gtid[64];
+	int n;
+
+	memset(big, '1', sizeof(big) - 1);
+	big[sizeof(big) - 1] = 0;
+	wr_init(&w, st, sizeof(st));
+	put_sysvar(&w, "last_gtid", big);
+	put_sysvar(&w, "time_zone", "+05:00");
+	size_t len = build_ok_state(buf, sizeof(buf), 0x00, st, wr_len(&w));
+	n = ok_drop_sysvar(buf, buf, len, PROXY_CAPS, "last_gtid");
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(ok_parse(buf, (size_t)n, PROXY_CAPS, &ok), 0);
+	ck_assert_uint_eq(ok.state_len, 1 + 1 + 1 + 9 + 1 + 6);
+	ck_assert_int_eq(ok_find_last_gtid(&ok, gtid, sizeof(gtid)), 0);
+}
+END_TEST
+
+/* Odd OKs are forwarded as they are: 0 or -1, and dst untouched. */
+START_TEST(drop_last_gtid_odd)
+{
+	uint8_t st[64], buf[128], out[128], keep[128];
+	struct wr w;
+	size_t len;
+
+	memset(out, 0xaa, sizeof(out));
+	memcpy(keep, out, sizeof(out));
+	/* no session state at all */
+	len = (size_t)ok_build(buf, sizeof(buf), 0x00, 1, 0, SST_AUTOCOMMIT, 0);
+	ck_assert_int_eq(ok_drop_sysvar(out, buf, len, PROXY_CAPS, "last_gtid"), 0);
+	/* a client without session tracking: the rest is info, not state */
+	wr_init(&w, st, sizeof(st));
+	put_sysvar(&w, "last_gtid", "0-1-42");
+	len = build_ok_state(buf, sizeof(buf), 0x00, st, wr_len(&w));
+	ck_assert_int_eq(ok_drop_sysvar(out, buf, len, CAP_PROTOCOL_41, "last_gtid"), 0);
+	/* not an OK */
+	ck_assert_int_eq(
+	    ok_drop_sysvar(out, (const uint8_t *)"\xff\x01\x02", 3, PROXY_CAPS, "last_gtid"), -1);
+	/* every truncation of a good one */
+	for (size_t cut = 0; cut < len; cut++)
+		ck_assert_int_le(ok_drop_sysvar(out, buf, cut, PROXY_CAPS, "last_gtid"), 0);
+	/* the entry's own length runs past the state */
+	size_t ent = len - wr_len(&w);
+	buf[ent + 1] = 0x7f;
+	ck_assert_int_eq(ok_drop_sysvar(out, buf, len, PROXY_CAPS, "last_gtid"), -1);
+	/* the variable's name length runs past the entry */
+	len = build_ok_state(buf, sizeof(buf), 0x00, st, wr_len(&w));
+	buf[ent + 2] = 0x30;
+	ck_assert_int_eq(ok_drop_sysvar(out, buf, len, PROXY_CAPS, "last_gtid"), -1);
+	/* a 0xff length prefix */
+	len = build_ok_state(buf, sizeof(buf), 0x00, st, wr_len(&w));
+	buf[ent + 1] = 0xff;
+	ck_assert_int_eq(ok_drop_sysvar(out, buf, len, PROXY_CAPS, "last_gtid"), -1);
+	ck_assert_int_eq(memcmp(out, keep, sizeof(out)), 0);
+}
+END_TEST
+
 /* Feeds a whole small packet (one fragment). */
 static enum resp_state feed(struct resp_tracker *t, const void *p, size_t n)
 {
@@ -400,6 +584,10 @@ int main(void)
 	tcase_add_test(tc, native_password);
 	tcase_add_test(tc, ok_err_eof);
 	tcase_add_test(tc, session_track_gtid);
+	tcase_add_test(tc, drop_last_gtid_only);
+	tcase_add_test(tc, drop_last_gtid_keeps_others);
+	tcase_add_test(tc, drop_last_gtid_shrinks_length);
+	tcase_add_test(tc, drop_last_gtid_odd);
 	tcase_add_test(tc, resp_text_resultset);
 	tcase_add_test(tc, resp_warnings);
 	tcase_add_test(tc, resp_err_and_prepare);

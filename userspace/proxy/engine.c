@@ -1227,6 +1227,65 @@ static void gtid_waited(struct client *c, struct bconn *b)
 	}
 }
 
+/* Where word (lower case) first occurs in p[0..n), ignoring case; NULL if not. */
+static const uint8_t *find_icase(const uint8_t *p, size_t n, const char *word)
+{
+	size_t wl = strlen(word);
+
+	for (size_t i = 0; i + wl <= n; i++)
+		if (!strncasecmp((const char *)p + i, word, wl))
+			return p + i;
+	return NULL;
+}
+
+/* A statement of the session's history that sets session_track_system_variables. */
+static const uint8_t *sets_tracking(const uint8_t *p, size_t n)
+{
+	if (n < 1 || p[0] != COM_QUERY)
+		return NULL;
+	return find_icase(p + 1, n - 1, "session_track_system_variables");
+}
+
+/*
+ * Whether the client asked for last_gtid in its session-state information:
+ * the last SET of session_track_system_variables in its history names it, or
+ * '*'. Otherwise the last_gtid the servers report is the proxy's own.
+ */
+static bool client_tracks_gtid(const struct client *c)
+{
+	for (size_t i = c->nhist; i-- > 0;) {
+		const struct hist *h = &c->hist[i];
+		const uint8_t *at = sets_tracking(h->p, h->n);
+		size_t rest;
+
+		if (!at)
+			continue;
+		rest = h->n - (size_t)(at - h->p);
+		return find_icase(at, rest, "last_gtid") || memchr(at, '*', rest);
+	}
+	return false;
+}
+
+/*
+ * Hides the proxy's last_gtid tracking from a client that did not ask for it:
+ * p is a whole OK packet (header included; the response tracker holds OKs
+ * back until they are whole), rewritten in place. Returns the payload length
+ * to forward; an OK that does not parse goes on as it is.
+ */
+static size_t hide_gtid(const struct bconn *b, uint8_t *p, size_t n, uint8_t seq)
+{
+	char gtid[64];
+	int r;
+
+	if (ok_find_last_gtid(&b->rt.last_ok, gtid, sizeof(gtid)) == 0 || client_tracks_gtid(b->c))
+		return n;
+	r = ok_drop_sysvar(p + PKT_HDR, p + PKT_HDR, n, b->caps, "last_gtid");
+	if (r <= 0)
+		return n;
+	pkt_put_hdr(p, (uint32_t)r, seq);
+	return (size_t)r;
+}
+
 /* Passes a piece of the answer on, or drops it for a replayed command. */
 static void forward(struct bconn *b, const uint8_t *p, size_t n)
 {
@@ -1288,7 +1347,10 @@ again:
 			c->last_gtid[0] = 0;
 		if (b->gtid_wait && before == RS_ROWS && st == RS_ROWS && take >= 2)
 			b->gtid_ok = p[PKT_HDR] == 1 && p[PKT_HDR + 1] == '0';
-		forward(b, p, PKT_HDR + take);
+		size_t fwd = take;
+		if (b->rt.last_ok.state && !b->frag_drop && take == f.len && f.len < PKT_MAX_FRAG)
+			fwd = hide_gtid(b, p, take, f.seq);
+		forward(b, p, PKT_HDR + fwd);
 		buf_consume(&b->in, PKT_HDR + take);
 		b->frag_left = f.len - (uint32_t)take;
 		if (st != RS_DONE)
@@ -1766,6 +1828,8 @@ static int send_cmd(struct client *c, struct bconn *b)
 			return -1;
 		b->internal++;
 		b->dirty = true;
+		if (sets_tracking(h->p, h->n))
+			b->tracking_gtid = false; /* the client's list replaced the proxy's */
 	}
 	if (c->w->e->ryw_mode == RYW_GTID) {
 		int r = gtid_prologue(c, b);
@@ -1782,6 +1846,10 @@ static int send_cmd(struct client *c, struct bconn *b)
 	}
 	if (buf_put_packet(&b->out, 0, p, n) < 0)
 		return -1;
+	/* a SET of the list replaces the proxy's last_gtid: the next command
+	 * adds it again */
+	if (c->cur_hist && sets_tracking(p, n))
+		b->tracking_gtid = false;
 	if (c->cur_hist)
 		b->hist_applied = c->nhist;
 	resp_init(&b->rt, next_kind(b), b->caps);

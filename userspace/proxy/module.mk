@@ -42,3 +42,10 @@ BINS += $(BUILD)/tests/proxy_ps
 $(BUILD)/tests/proxy_ps: $(BUILD)/obj/tests/integration/proxy_ps.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+# proxy_track: a libmysqlclient test client for session-state tracking
+# (last_gtid hidden unless asked for) through 6450.
+BINS += $(BUILD)/tests/proxy_track
+$(BUILD)/tests/proxy_track: $(BUILD)/obj/tests/integration/proxy_track.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)

@@ -568,6 +568,118 @@ int ok_find_last_gtid(const struct ok_pkt *ok, char *gtid, size_t cap)
 	return 0;
 }
 
+/* Whether a session-track system variable entry names that variable (its
+ * first name/value pair, as ok_find_last_gtid and clients read it). Returns 1
+ * or 0, -1 when malformed. */
+static int sysvar_is(const uint8_t *data, size_t dlen, const char *name)
+{
+	struct rd d;
+	const uint8_t *n;
+	size_t nlen, vlen;
+
+	rd_init(&d, data, dlen);
+	n = rd_lenenc_str(&d, &nlen);
+	if (!n || !rd_lenenc_str(&d, &vlen))
+		return -1;
+	return nlen == strlen(name) && !memcmp(n, name, nlen);
+}
+
+/* Walks the state entries: the bytes the kept ones take, and how many go.
+ * Returns -1 when an entry is malformed. */
+static int state_measure(const struct ok_pkt *ok, const char *name, size_t *kept, size_t *drop)
+{
+	struct rd r;
+	const uint8_t *start, *data;
+	size_t dlen;
+	int is;
+
+	*kept = *drop = 0;
+	rd_init(&r, ok->state, ok->state_len);
+	while (rd_left(&r) > 0) {
+		start = r.p;
+		uint8_t type = (uint8_t)rd_int(&r, 1);
+		data = rd_lenenc_str(&r, &dlen);
+		if (!data)
+			return -1;
+		is = type == 0 ? sysvar_is(data, dlen, name) : 0;
+		if (is < 0)
+			return -1;
+		if (is)
+			(*drop)++;
+		else
+			*kept += (size_t)(r.p - start);
+	}
+	return 0;
+}
+
+/* The offset of the status flags in an OK payload known to parse. */
+static size_t ok_status_off(const uint8_t *p, size_t len)
+{
+	struct rd r;
+
+	rd_init(&r, p, len);
+	rd_int(&r, 1);
+	rd_lenenc(&r, NULL);
+	rd_lenenc(&r, NULL);
+	return (size_t)(r.p - p);
+}
+
+/* Copies the kept entries down to out; they were validated by state_measure. */
+static uint8_t *state_copy(uint8_t *out, const struct ok_pkt *ok, const char *name)
+{
+	struct rd r;
+	const uint8_t *start, *data;
+	size_t dlen;
+
+	rd_init(&r, ok->state, ok->state_len);
+	while (rd_left(&r) > 0) {
+		start = r.p;
+		uint8_t type = (uint8_t)rd_int(&r, 1);
+		data = rd_lenenc_str(&r, &dlen);
+		if (type == 0 && sysvar_is(data, dlen, name) == 1)
+			continue;
+		memmove(out, start, (size_t)(r.p - start));
+		out += r.p - start;
+	}
+	return out;
+}
+
+int ok_drop_sysvar(uint8_t *dst, const uint8_t *p, size_t len, uint32_t caps, const char *name)
+{
+	struct ok_pkt ok;
+	size_t kept, drop, pre, tail, off;
+	uint8_t lenbuf[9];
+	struct wr w;
+	uint8_t *out;
+
+	if (len > INT32_MAX || ok_parse(p, len, caps, &ok) < 0)
+		return -1;
+	if (!ok.state || !ok.info)
+		return 0;
+	if (state_measure(&ok, name, &kept, &drop) < 0)
+		return -1;
+	if (drop == 0)
+		return 0;
+	/* The state's length prefix starts right after the info string. */
+	pre = (size_t)(ok.info + ok.info_len - p);
+	tail = len - (size_t)(ok.state + ok.state_len - p);
+	memmove(dst, p, pre);
+	out = dst + pre;
+	if (kept == 0) {
+		off = ok_status_off(p, len);
+		dst[off + 1] &= (uint8_t) ~(SST_SESSION_STATE_CHANGED >> 8);
+	} else {
+		/* a shorter length never takes more bytes than the old prefix */
+		wr_init(&w, lenbuf, sizeof(lenbuf));
+		wr_lenenc(&w, kept);
+		memmove(out, lenbuf, wr_len(&w));
+		out = state_copy(out + wr_len(&w), &ok, name);
+	}
+	memmove(out, ok.state + ok.state_len, tail);
+	out += tail;
+	return (int)(out - dst);
+}
+
 /* ---- responses ---- */
 
 void resp_init(struct resp_tracker *t, enum resp_kind kind, uint32_t caps)

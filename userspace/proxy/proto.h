@@ -237,6 +237,17 @@ int eof_build(uint8_t *dst, size_t cap, uint16_t warnings, uint16_t status);
  */
 int ok_find_last_gtid(const struct ok_pkt *ok, char *gtid, size_t cap);
 
+/*
+ * Removes every session-track system variable entry (type 0) naming `name`
+ * from the OK packet payload p (0x00 or, under DEPRECATE_EOF, 0xfe header),
+ * fixing the state length and clearing SERVER_SESSION_STATE_CHANGED when no
+ * state is left. Writes the result to dst, which may be p: it is never longer
+ * and every byte only moves down. Returns the new payload length when an entry
+ * went, 0 when there is none, -1 when p is not a well-formed OK; on 0 and -1
+ * dst is untouched and p is to be forwarded as it is.
+ */
+int ok_drop_sysvar(uint8_t *dst, const uint8_t *p, size_t len, uint32_t caps, const char *name);
+
 /* ---- responses ---- */
 
 enum resp_kind {
