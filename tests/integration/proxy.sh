@@ -69,6 +69,19 @@ out=$(p "CREATE TEMPORARY TABLE t.tmp1 (a INT); INSERT INTO t.tmp1 VALUES (7); S
 check_eq "a temporary table is usable right after it is created" 7 "$out"
 out=$(p "USE t; INSERT INTO k (v) VALUES ('lid'); SELECT LAST_INSERT_ID() = (SELECT MAX(id) FROM k WHERE v='lid')")
 check_eq "LAST_INSERT_ID() after an INSERT is that insert's id" 1 "$out"
+# FOUND_ROWS() belongs to the connection of the read before it, a replica's
+sleep 0.5 # past read-your-writes: the read goes to a replica
+good=0 on_replica=0
+for i in $(seq 1 10); do
+	out=$(p "SELECT SQL_CALC_FOUND_ROWS @@port FROM t.k LIMIT 1; SELECT FOUND_ROWS(), @@port")
+	read -r rport frows fport <<<"$(echo $out)"
+	[ "$rport" != $P1 ] && on_replica=$((on_replica + 1))
+	[ "$fport" = "$rport" ] && [ "$frows" = "$(sql_root "$rport" "SELECT COUNT(*) FROM t.k")" ] &&
+		good=$((good + 1))
+done
+measured "SQL_CALC_FOUND_ROWS then FOUND_ROWS(): $good/10 right and on the read's backend, $on_replica/10 reads on a replica"
+check "SQL_CALC_FOUND_ROWS reads ran on replicas" [ "$on_replica" -ge 8 ]
+check_eq "FOUND_ROWS() runs where the SQL_CALC_FOUND_ROWS read ran and counts its rows" 10 "$good"
 r2=$(com $P2 Com_select) r3=$(com $P3 Com_select) seen=0 on_replica=0
 for i in $(seq 1 20); do
 	out=$(p "INSERT INTO t.k (v) VALUES ('ryw$i'); SELECT COUNT(*), @@port FROM t.k WHERE v='ryw$i'")

@@ -41,6 +41,7 @@
 #define RTN   CLS_F_ROUTINE
 #define UNT   CLS_F_UNTERMINATED
 #define STX   CLS_F_SET_TRANSACTION
+#define CFR   CLS_F_CALC_FOUND_ROWS
 
 struct tcase_row {
 	const char *sql;
@@ -113,7 +114,21 @@ static const struct tcase_row rows[] = {
     {"SELECT * FROM t FOR SYSTEM_TIME AS OF TIMESTAMP '2020-01-01'", R, 0, 0},
     {"SELECT * FROM t WHERE a MEMBER OF ('[1]')", R, 0, RTN},
     {"SELECT 1 FROM DUAL", R, 0, 0},
-    {"SELECT SQL_CALC_FOUND_ROWS * FROM t", R, 0, 0},
+    /* SQL_CALC_FOUND_ROWS among the leading SELECT's options, and only there */
+    {"SELECT SQL_CALC_FOUND_ROWS * FROM t", R, CFR, 0},
+    {"select sql_calc_found_rows a from t limit 10", R, CFR, 0},
+    {"SELECT DISTINCT SQL_NO_CACHE  SQL_CALC_FOUND_ROWS a FROM t", R, CFR, 0},
+    {"SELECT ALL HIGH_PRIORITY STRAIGHT_JOIN SQL_CALC_FOUND_ROWS a FROM t", R, CFR, 0},
+    {"(SELECT SQL_CALC_FOUND_ROWS a FROM t LIMIT 1) UNION (SELECT 2)", R, CFR, 0},
+    {"SELECT /* c */ SQL_CALC_FOUND_ROWS a FROM t", R, CFR, 0},
+    {"SELECT /*!40001 SQL_CALC_FOUND_ROWS */ a FROM t", R, CFR, 0},
+    {"SELECT SQL_CALC_FOUND_ROWS a FROM t FOR UPDATE", W, CFR, 0},
+    {"SELECT a, SQL_CALC_FOUND_ROWS FROM t", R, 0, CFR},
+    {"SELECT DISTINCT(a), SQL_CALC_FOUND_ROWS FROM t", R, 0, CFR},
+    {"SELECT 1 UNION SELECT SQL_CALC_FOUND_ROWS 2", R, 0, CFR},
+    {"SELECT `SQL_CALC_FOUND_ROWS` FROM t", R, 0, CFR},
+    {"INSERT INTO t SELECT SQL_CALC_FOUND_ROWS a FROM u", W, 0, CFR},
+    {"SELECT DISTINCT c FROM sbtest1 WHERE id BETWEEN 1 AND 9 ORDER BY c", R, 0, CFR},
     {"SELECT SQL_NO_CACHE a FROM t", R, 0, 0},
     {"SELECT HIGH_PRIORITY a FROM t", R, 0, 0},
     {"SELECT a FROM t WHERE a IS NOT NULL", R, 0, 0},
@@ -909,6 +924,25 @@ START_TEST(reasons)
 	    {"EXPLAIN SELECT 1", CLS_R_EXPLAIN},
 	    {"FLUSH TABLES", CLS_R_ADMIN},
 	    {"SELECT @a := 1", CLS_R_USER_VAR_WRITE},
+	    /* a read but for the previous statement's result: the proxy may run it
+	     * on that statement's connection, replica or not */
+	    {"SELECT FOUND_ROWS()", CLS_R_PREV_RESULT},
+	    {"SELECT ROW_COUNT(), 1 + 1", CLS_R_PREV_RESULT},
+	    {"select found_rows() as n", CLS_R_PREV_RESULT},
+	    {"SELECT LAST_INSERT_ID()", CLS_R_WRITE_FUNCTION},
+	    {"SELECT @@identity", CLS_R_WRITE_FUNCTION},
+	    {"SELECT FOUND_ROWS(), LAST_INSERT_ID()", CLS_R_WRITE_FUNCTION},
+	    {"SELECT FOUND_ROWS(), NEXTVAL(s)", CLS_R_WRITE_FUNCTION},
+	    {"SELECT NEXTVAL(s), FOUND_ROWS()", CLS_R_WRITE_FUNCTION},
+	    {"SELECT FOUND_ROWS(), GET_LOCK('a', 1)", CLS_R_WRITE_FUNCTION},
+	    {"SELECT FOUND_ROWS(), f(1)", CLS_R_WRITE_FUNCTION},
+	    {"SELECT FOUND_ROWS() INTO @n", CLS_R_WRITE_FUNCTION},
+	    {"SELECT @n := FOUND_ROWS()", CLS_R_USER_VAR_WRITE},
+	    {"SELECT FOUND_ROWS() FOR UPDATE", CLS_R_WRITE_FUNCTION},
+	    {"INSERT INTO t VALUES (ROW_COUNT())", CLS_R_DML},
+	    {"EXPLAIN SELECT FOUND_ROWS()", CLS_R_WRITE_FUNCTION},
+	    {"/* mysteer:writer */ SELECT FOUND_ROWS()", CLS_R_HINT},
+	    {"SELECT FOUND_ROWS(); SELECT 1", CLS_R_MULTI},
 	};
 
 	for (size_t i = 0; i < sizeof(rr) / sizeof(rr[0]); i++) {
@@ -921,7 +955,8 @@ START_TEST(reasons)
 	ck_assert_str_eq(cls_token_name(CLS_BEGIN_RO), "begin_ro");
 	ck_assert_str_eq(cls_reason_name(CLS_R__COUNT), "unknown");
 	ck_assert_str_eq(cls_flag_name(0), "temp_table");
-	ck_assert_ptr_null(cls_flag_name(16));
+	ck_assert_str_eq(cls_flag_name(16), "calc_found_rows");
+	ck_assert_ptr_null(cls_flag_name(17));
 }
 END_TEST
 

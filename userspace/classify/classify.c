@@ -459,11 +459,13 @@ struct ps {
 	uint32_t flags;
 	enum cls_token tok;
 	enum cls_reason rd_reason, wr_reason;
-	bool wr;      /* forced to write */
-	bool explain; /* EXPLAIN/ANALYZE of a statement */
-	bool into;    /* after INTO: @vars are assigned */
-	bool in_with; /* in a WITH list: "name (" is a CTE column list */
-	uint8_t pend; /* enum pend: decided by the next token */
+	bool wr;         /* forced to write */
+	bool wr_other;   /* by something other than FOUND_ROWS()/ROW_COUNT() */
+	uint8_t sel_opt; /* enum sel_opt: where SQL_CALC_FOUND_ROWS counts */
+	bool explain;    /* EXPLAIN/ANALYZE of a statement */
+	bool into;       /* after INTO: @vars are assigned */
+	bool in_with;    /* in a WITH list: "name (" is a CTE column list */
+	uint8_t pend;    /* enum pend: decided by the next token */
 	int depth, with_depth, base_depth;
 	unsigned calls; /* function calls and subqueries seen (SET values) */
 };
@@ -474,6 +476,65 @@ static void force_write(struct ps *s, enum cls_reason r)
 		s->wr = true;
 		s->wr_reason = r;
 	}
+	s->wr_other = true;
+}
+
+/*
+ * SQL_CALC_FOUND_ROWS counts among the select options right after a
+ * statement's leading SELECT (the servers refuse it elsewhere). The fast path
+ * and the parser both look there and only there, so they agree.
+ */
+enum sel_opt { SO_NONE = 0, SO_SELECT, SO_OPTIONS };
+
+/* 2: SQL_CALC_FOUND_ROWS, 1: another select option, 0: anything else. By
+ * length first: this runs for the first word of every SELECT. */
+static int select_option(const uint8_t *w, size_t n)
+{
+	switch (n) {
+	case 3:
+		return ieq_ascii(w, "all", 3);
+	case 8: { /* DISTINCT, the common one: one load (word bytes | 0x20 fold case) */
+		uint64_t v, d;
+
+		memcpy(&v, w, 8);
+		memcpy(&d, "distinct", 8);
+		return (v | 0x2020202020202020ull) == d;
+	}
+	case 9:
+		return ieq_ascii(w, "sql_cache", 9);
+	case 11:
+		return ieq_ascii(w, "distinctrow", 11);
+	case 12:
+		return ieq_ascii(w, "sql_no_cache", 12);
+	case 13:
+		return ieq_ascii(w, "high_priority", 13) || ieq_ascii(w, "straight_join", 13);
+	case 14:
+		return ieq_ascii(w, "sql_big_result", 14);
+	case 16:
+		return ieq_ascii(w, "sql_small_result", 16);
+	case 17:
+		return ieq_ascii(w, "sql_buffer_result", 17);
+	case 19:
+		return ieq_ascii(w, "sql_calc_found_rows", 19) ? 2 : 0;
+	}
+	return 0;
+}
+
+/* The parser's side: called for every token of a leading SELECT's body. */
+static void on_select_option(struct ps *s)
+{
+	const struct tok *t = s->t;
+	int o;
+
+	if (s->sel_opt == SO_SELECT) { /* the SELECT keyword itself */
+		s->sel_opt = SO_OPTIONS;
+		return;
+	}
+	o = t->type == T_WORD ? select_option(s->lx.base + t->off, t->len) : 0;
+	if (o == 2)
+		s->flags |= CLS_F_CALC_FOUND_ROWS;
+	if (o == 0)
+		s->sel_opt = SO_NONE;
 }
 
 static bool is_name(const struct tok *t)
@@ -555,6 +616,13 @@ static void on_call(struct ps *s, const struct tok *name)
 	case FN_S:
 		s->flags |= CLS_F_PREV_STATE;
 		force_write(s, CLS_R_WRITE_FUNCTION);
+		return;
+	case FN_R:
+		s->flags |= CLS_F_PREV_STATE;
+		if (!s->wr) { /* not force_write: leaves wr_other as it is */
+			s->wr = true;
+			s->wr_reason = CLS_R_WRITE_FUNCTION;
+		}
 		return;
 	case FN_L:
 		s->flags |= CLS_F_NAMED_LOCK;
@@ -679,6 +747,8 @@ static void scan_body(struct ps *s, unsigned mode, bool stop_comma)
 	for (;; adv_inline(s)) {
 		if (s->pend)
 			resolve_pending(s, (enum mode)mode);
+		if (s->sel_opt)
+			on_select_option(s);
 		switch (s->t->type) {
 		case T_EOF:
 		case T_SEMI:
@@ -1182,7 +1252,8 @@ static void reset_stmt(struct ps *s)
 	s->tok = CLS_READ;
 	s->rd_reason = CLS_R_SELECT;
 	s->wr_reason = CLS_R_NONE;
-	s->wr = s->explain = s->into = s->in_with = false;
+	s->wr = s->wr_other = s->explain = s->into = s->in_with = false;
+	s->sel_opt = SO_NONE;
 	s->pend = P_NONE;
 	s->depth = s->with_depth = s->base_depth = 0;
 	s->calls = 0;
@@ -1213,6 +1284,8 @@ static void parse_stmt(struct ps *s)
 		case KW_VALUES:
 		case KW_TABLE:
 			set_token(s, CLS_READ, CLS_R_SELECT);
+			if (s->t->kw == KW_SELECT)
+				s->sel_opt = SO_SELECT;
 			scan_body(s, M_CALLS | M_QUERY, false);
 			return;
 		case KW_DO:
@@ -1322,6 +1395,8 @@ static void finish_stmt(struct ps *s, enum cls_token *tok, enum cls_reason *reas
 	if (s->wr) {
 		*tok = CLS_WRITE;
 		*reason = s->wr_reason;
+		if (!s->wr_other && s->tok == CLS_READ && !s->explain)
+			*reason = CLS_R_PREV_RESULT;
 		return;
 	}
 	*tok = s->tok;
@@ -1802,6 +1877,36 @@ static inline int simd_level(void)
 }
 #endif
 
+/* Could a select option start with c (the byte after SELECT and one space;
+ * other spacing takes the long way)? */
+static inline bool select_option_start(uint8_t c)
+{
+	uint8_t l = c | 0x20;
+
+	return l == 's' || l == 'd' || l == 'a' || l == 'h' || fclass[c] == F_SPACE;
+}
+
+/* Whether SQL_CALC_FOUND_ROWS is among the select options at p (after the
+ * leading SELECT): the parser then sets its flag. Words apart by spaces only,
+ * as anything else makes the fast path give up or ends the options. */
+static bool fast_calc_found_rows(const uint8_t *p, const uint8_t *end)
+{
+	for (;;) {
+		const uint8_t *w;
+		int o;
+
+		while (p < end && fclass[*p] == F_SPACE)
+			p++;
+		for (w = p; p < end && wordc[*p];)
+			p++;
+		if (p == w)
+			return false;
+		o = select_option(w, (size_t)(p - w));
+		if (o != 1)
+			return o == 2;
+	}
+}
+
 static bool fast_path(const uint8_t *p, const uint8_t *end, struct cls_result *out)
 {
 	const uint8_t *w1;
@@ -1841,6 +1946,8 @@ static bool fast_path(const uint8_t *p, const uint8_t *end, struct cls_result *o
 		out->reason = CLS_R_TRANSACTION;
 		return true;
 	case KW_SELECT:
+		if (p + 1 < end && select_option_start(p[1]) && fast_calc_found_rows(p, end))
+			return false;
 		query = true;
 		break;
 	case KW_INSERT:
@@ -2266,7 +2373,8 @@ void cls_classify_full(const struct cls_options *opt, const char *sql, size_t le
 		out->db_len = s.use_len;
 	}
 	flags |= s.lx.flags;
-	if ((flags & CLS_F_HINT_WRITER) && out->token == CLS_READ) {
+	if ((flags & CLS_F_HINT_WRITER) &&
+	    (out->token == CLS_READ || out->reason == CLS_R_PREV_RESULT)) {
 		out->token = CLS_WRITE;
 		out->reason = CLS_R_HINT;
 	} else if ((flags & CLS_F_HINT_WRITER) && out->token == CLS_BEGIN_RO) {
@@ -2326,6 +2434,7 @@ const char *cls_reason_name(enum cls_reason r)
 	    [CLS_R_EXPLAIN] = "explain",
 	    [CLS_R_ADMIN] = "admin",
 	    [CLS_R_USER_VAR_WRITE] = "user_var_write",
+	    [CLS_R_PREV_RESULT] = "prev_result",
 	};
 
 	if ((unsigned)r >= CLS_R__COUNT || !names[r])
@@ -2336,12 +2445,23 @@ const char *cls_reason_name(enum cls_reason r)
 const char *cls_flag_name(unsigned bit)
 {
 	static const char *const names[] = {
-	    "temp_table",      "user_var_read", "user_var_write",
-	    "multi",           "hint_writer",   "hint_reader",
-	    "prev_state",      "named_lock",    "autocommit_off",
-	    "autocommit_on",   "use",           "implicit_commit",
-	    "unreplayable",    "routine",       "unterminated",
+	    "temp_table",
+	    "user_var_read",
+	    "user_var_write",
+	    "multi",
+	    "hint_writer",
+	    "hint_reader",
+	    "prev_state",
+	    "named_lock",
+	    "autocommit_off",
+	    "autocommit_on",
+	    "use",
+	    "implicit_commit",
+	    "unreplayable",
+	    "routine",
+	    "unterminated",
 	    "set_transaction",
+	    "calc_found_rows",
 	};
 
 	return bit < sizeof(names) / sizeof(names[0]) ? names[bit] : NULL;

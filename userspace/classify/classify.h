@@ -46,6 +46,8 @@ enum cls_flag {
 	CLS_F_ROUTINE = 1u << 13,         /* calls a stored function or procedure */
 	CLS_F_UNTERMINATED = 1u << 14,    /* unterminated string or comment */
 	CLS_F_SET_TRANSACTION = 1u << 15, /* SET TRANSACTION ... */
+	CLS_F_CALC_FOUND_ROWS = 1u << 16, /* SELECT SQL_CALC_FOUND_ROWS: a FOUND_ROWS()
+	                                     may follow and must run where it ran */
 };
 
 /* Why the token is what it is (for --explain, logs and tests). */
@@ -72,6 +74,8 @@ enum cls_reason {
 	CLS_R_EXPLAIN,
 	CLS_R_ADMIN,          /* FLUSH, KILL, LOCK TABLES, XA, HANDLER, ... */
 	CLS_R_USER_VAR_WRITE, /* SELECT @a := ... (added by the classifier) */
+	CLS_R_PREV_RESULT,    /* a read but for FOUND_ROWS()/ROW_COUNT(): the answer
+	                         belongs to the previous statement's connection */
 	CLS_R__COUNT
 };
 

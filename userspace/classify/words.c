@@ -79,6 +79,7 @@ static void build(void)
 #define C FN_C
 #define S FN_S
 #define L FN_L
+#define R FN_R
 #define FN(name, cls)                                                                              \
 	w = insert(#name);                                                                         \
 	if (w)                                                                                     \
@@ -90,6 +91,7 @@ static void build(void)
 #undef C
 #undef S
 #undef L
+#undef R
 }
 
 bool words_ready;

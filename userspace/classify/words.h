@@ -24,7 +24,7 @@ enum kw {
 
 enum { KWF_N = 1, KWF_T = 2 }; /* keyword flags N and T of keywords.def */
 
-enum fn_class { FN_NONE = 0, FN_P, FN_W, FN_C, FN_S, FN_L };
+enum fn_class { FN_NONE = 0, FN_P, FN_W, FN_C, FN_S, FN_L, FN_R };
 
 struct word {
 	const char *name;

@@ -796,11 +796,12 @@ static void client_close(struct client *c)
 
 /* ---- multiplexing ---- */
 
-/* A read with any of these may change its connection's state. */
+/* A read with any of these may change its connection's state (or, for
+ * SQL_CALC_FOUND_ROWS, leaves the FOUND_ROWS() answer that may be asked next). */
 #define STATEFUL_FLAGS                                                                             \
 	(CLS_F_MULTI | CLS_F_TEMP_TABLE | CLS_F_USER_VAR_WRITE | CLS_F_NAMED_LOCK |                \
 	 CLS_F_ROUTINE | CLS_F_SET_TRANSACTION | CLS_F_UNREPLAYABLE | CLS_F_AUTOCOMMIT_OFF |       \
-	 CLS_F_AUTOCOMMIT_ON | CLS_F_USE)
+	 CLS_F_AUTOCOMMIT_ON | CLS_F_USE | CLS_F_CALC_FOUND_ROWS)
 
 /*
  * Whether the session may hand this connection back to the pool between
@@ -1958,7 +1959,8 @@ static void classify(struct client *c, const uint8_t *sql, size_t len, struct cl
 /* Sets c->route (and the session flags) for a statement of this class. A
  * prepared statement (is_ps) cannot be replayed from the history: a session
  * statement run that way pins the session instead. */
-static void decide(struct client *c, enum cls_token tok, uint32_t flags, bool is_ps)
+static void decide(struct client *c, enum cls_token tok, uint32_t flags, enum cls_reason reason,
+                   bool is_ps)
 {
 	struct proxy_engine *e = c->w->e;
 
@@ -2004,6 +2006,12 @@ static void decide(struct client *c, enum cls_token tok, uint32_t flags, bool is
 			c->route = R_TRX; /* the server refuses it inside READ ONLY */
 			return;
 		}
+		/* SELECT FOUND_ROWS() after a SQL_CALC_FOUND_ROWS read on a replica:
+		 * the answer is on that replica's connection (kept for it) */
+		if (reason == CLS_R_PREV_RESULT && c->last && !is_ps) {
+			c->route = R_LAST;
+			return;
+		}
 		c->cur_write = true;
 		return;
 	case CLS_READ:
@@ -2035,7 +2043,7 @@ static void decide_query(struct client *c, const uint8_t *sql, size_t len)
 		memcpy(c->db, sql + res.db_off, res.db_len);
 		c->db[res.db_len] = 0;
 	}
-	decide(c, res.token, res.flags, false);
+	decide(c, res.token, res.flags, res.reason, false);
 	c->cur_reason = res.reason;
 }
 
@@ -2115,7 +2123,7 @@ static int cmd_execute(struct client *c, const uint8_t *p, size_t n)
 		memcpy(ps->types, p + off + 1, 2u * ps->nparams);
 	}
 	c->cur_ps = ps;
-	decide(c, ps->tok, ps->flags, true);
+	decide(c, ps->tok, ps->flags, CLS_R_NONE, true);
 	return 0;
 }
 
