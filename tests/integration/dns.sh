@@ -98,6 +98,16 @@ check_eq "the 6450 proxy writes through the moved writer" 1 \
 	"$(sql 6450 "CREATE DATABASE IF NOT EXISTS dnst; SELECT 1" 2>&1 | tail -n 1)"
 check_eq "6446 (relay/handoff) reaches the moved writer" "$P1" "$(sql 6446 "SELECT @@port" 2>&1)"
 
+# --- several records, the current one among them: no move ---------------------
+grep -v -- "$NAME" /etc/hosts >"$T/hosts.new"
+printf '127.0.0.3 %s\n127.0.0.2 %s\n' "$NAME" "$NAME" >>"$T/hosts.new"
+cat "$T/hosts.new" >"$HOSTS"
+check_eq "getaddrinfo gives both records" "127.0.0.3 127.0.0.2" \
+	"$(python3 -c "import socket; print(' '.join(a[4][0] for a in socket.getaddrinfo('$NAME', None, socket.AF_INET, socket.SOCK_STREAM)))")"
+sleep $((PERIOD_MS * 4 / 1000 + 1))
+check_eq "the current address is still one of the name's: kept" 127.0.0.2 "$(bfield db1 address)"
+check_eq "and no change line" 0 "$(log_count "db1 address 127.0.0.2 ->")"
+
 # --- the name stops resolving: last good address kept, one warning ------------
 hosts_map ""
 sleep $((PERIOD_MS * 8 / 1000 + 1)) # eight periods or more

@@ -254,11 +254,13 @@ START_TEST(test_resolver)
 	ck_assert_int_eq(ngot, 2);
 	ck_assert_uint_eq(got[0].key, 7);
 	ck_assert_int_eq(got[0].err, 0);
-	ck_assert_uint_gt(got[0].addrlen, 0);
+	ck_assert_uint_gt(got[0].naddrs, 0);
+	ck_assert_uint_gt(got[0].addrlen[0], 0);
 	ck_assert_uint_eq(got[1].key, 8);
 	ck_assert_int_eq(got[1].err, 0);
-	ck_assert_int_eq(got[1].addr.ss_family, AF_INET);
-	const struct sockaddr_in *sin = (const void *)&got[1].addr;
+	ck_assert_uint_eq(got[1].naddrs, 1);
+	ck_assert_int_eq(got[1].addr[0].ss_family, AF_INET);
+	const struct sockaddr_in *sin = (const void *)&got[1].addr[0];
 	ck_assert_uint_eq(ntohl(sin->sin_addr.s_addr), 0x7f000002);
 	ck_assert_uint_eq(ntohs(sin->sin_port), 3307);
 	/* freed with a request queued or running: the callback never comes */

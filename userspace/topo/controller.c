@@ -352,7 +352,7 @@ static void move_backend(struct controller *c, size_t i, const struct resolver_r
 	                             .admin = old->tb.admin};
 	snprintf(s.name, sizeof(s.name), "%s", old->tb.name);
 	snprintf(s.host, sizeof(s.host), "%s", old->tb.host);
-	struct cbe *b = new_cbe(c, &s, &r->addr, r->addrlen);
+	struct cbe *b = new_cbe(c, &s, &r->addr[0], r->addrlen[0]);
 	if (!b) {
 		/* Kept as it is; the next lookup tries again. */
 		log_error("%s: out of memory moving to the new address", s.name);
@@ -392,9 +392,12 @@ static void on_resolved(void *arg, const struct resolver_result *r)
 	if (b->resolve_failing)
 		log_info("%s: %s resolves again", b->tb.name, b->tb.host);
 	b->resolve_failing = false;
-	if (same_addr(&b->tb.addr, b->tb.addrlen, &r->addr, r->addrlen))
-		return;
-	now = addr_str(&r->addr, r->addrlen, nbuf, sizeof(nbuf));
+	/* Still one of the name's addresses (several records, maybe rotated by
+	 * the server): no move. Else the first, as the first lookup took. */
+	for (size_t k = 0; k < r->naddrs; k++)
+		if (same_addr(&b->tb.addr, b->tb.addrlen, &r->addr[k], r->addrlen[k]))
+			return;
+	now = addr_str(&r->addr[0], r->addrlen[0], nbuf, sizeof(nbuf));
 	log_info("%s address %s -> %s (host %s)", b->tb.name, was ? was : "none", now ? now : "?",
 	         b->tb.host);
 	move_backend(c, i, r);

@@ -77,11 +77,18 @@ static void lookup(struct req *r)
 
 	snprintf(port, sizeof(port), "%u", r->port);
 	r->res.err = getaddrinfo(r->host, port, &hints, &ai);
-	if (r->res.err == 0 && (!ai || ai->ai_addrlen > sizeof(r->res.addr)))
-		r->res.err = EAI_FAIL;
 	if (r->res.err == 0) {
-		memcpy(&r->res.addr, ai->ai_addr, ai->ai_addrlen);
-		r->res.addrlen = ai->ai_addrlen;
+		for (const struct addrinfo *p = ai; p && r->res.naddrs < RESOLVER_MAX_ADDRS;
+		     p = p->ai_next) {
+			if (p->ai_addrlen > sizeof(r->res.addr[0]))
+				continue;
+			memcpy(&r->res.addr[r->res.naddrs], p->ai_addr, p->ai_addrlen);
+			r->res.addrlen[r->res.naddrs++] = p->ai_addrlen;
+		}
+		if (r->res.naddrs == 0) {
+			r->res.err = EAI_FAIL;
+			snprintf(r->res.error, sizeof(r->res.error), "no usable address");
+		}
 	} else if (r->res.err == EAI_SYSTEM) {
 		snprintf(r->res.error, sizeof(r->res.error), "%s", strerror(errno));
 	} else {

@@ -26,12 +26,18 @@
 struct evloop;
 struct resolver;
 
+#define RESOLVER_MAX_ADDRS 8
+
 struct resolver_result {
-	uint32_t key;                 /* as given to resolver_submit() */
-	int err;                      /* 0, or a getaddrinfo() EAI_* code */
-	char error[96];               /* why not, when err */
-	struct sockaddr_storage addr; /* the first address returned, port set */
-	socklen_t addrlen;
+	uint32_t key;   /* as given to resolver_submit() */
+	int err;        /* 0, or a getaddrinfo() EAI_* code */
+	char error[96]; /* why not, when err */
+	/* The addresses returned, in getaddrinfo()'s order, port set (up to
+	 * RESOLVER_MAX_ADDRS): a caller keeps its address while it is among
+	 * them, so a name with several records is no move. */
+	size_t naddrs;
+	struct sockaddr_storage addr[RESOLVER_MAX_ADDRS];
+	socklen_t addrlen[RESOLVER_MAX_ADDRS];
 };
 
 typedef void (*resolver_done_fn)(void *arg, const struct resolver_result *r);
