@@ -3,12 +3,14 @@
  * that refuses connections goes down after `fall` probes, a listener that
  * never answers is bounded by timeout_ms without holding back the other
  * backend, a snapshot is published only on changes, and a probe requested
- * from another thread runs on the loop.
+ * from another thread runs on the loop; the resolver (names looked up off the
+ * loop) answers on the loop and never after it is freed.
  */
 #include <check.h>
 #include <mysql.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -16,6 +18,7 @@
 #include "common/evloop.h"
 #include "common/topology.h"
 #include "topo/controller.h"
+#include "topo/resolver.h"
 
 static struct config cfg;
 static int publishes;
@@ -193,6 +196,83 @@ START_TEST(test_request_probe_from_thread)
 }
 END_TEST
 
+/* Lookups every millisecond while the backend is removed and added again:
+ * a lookup that ends after its backend went must not touch it (valgrind and
+ * ASan run this too). */
+START_TEST(test_removed_while_resolving)
+{
+	ck_assert_int_eq(setenv("MYSTEER_TEST_RESOLVE_MS", "1", 1), 0);
+	struct evloop *l = evloop_new();
+	struct controller *c = controller_new(l);
+	ck_assert_int_eq(unsetenv("MYSTEER_TEST_RESOLVE_MS"), 0);
+	struct ctl_backend_spec s = spec("named", closed_port());
+	strcpy(s.host, "localhost");
+	for (int i = 0; i < 20; i++) {
+		ck_assert_int_eq(controller_apply(c, &cfg, &s, i % 2 ? 0 : 1), 0);
+		evloop_add_timer(l, 10, stop_after, NULL);
+		evloop_run(l);
+	}
+	ck_assert_int_eq(controller_apply(c, &cfg, &s, 1), 0);
+	evloop_add_timer(l, 50, stop_after, NULL);
+	evloop_run(l);
+	struct topology *snap = controller_snapshot(c);
+	ck_assert_uint_eq(snap->nbackends, 1);
+	ck_assert_str_eq(snap->backends[0].host, "localhost");
+	ck_assert_uint_gt(snap->backends[0].addrlen, 0);
+	topo_put(snap);
+	controller_free(c);
+	evloop_free(l);
+}
+END_TEST
+
+static struct resolver_result got[4];
+static int ngot;
+
+static void on_resolved(void *arg, const struct resolver_result *r)
+{
+	if (ngot < 4)
+		got[ngot] = *r;
+	ngot++;
+	if (ngot == 2)
+		evloop_stop(arg);
+}
+
+START_TEST(test_resolver)
+{
+	struct evloop *l = evloop_new();
+	struct resolver *r = resolver_new(l, on_resolved, l);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(resolver_is_name("localhost"), 1);
+	ck_assert_int_eq(resolver_is_name("127.0.0.1"), 0);
+	ck_assert_int_eq(resolver_is_name("::1"), 0);
+	ngot = 0;
+	/* localhost is in /etc/hosts: no DNS server is asked */
+	ck_assert_int_eq(resolver_submit(r, 7, "localhost", 3306), 0);
+	ck_assert_int_eq(resolver_submit(r, 8, "127.0.0.2", 3307), 0);
+	evloop_add_timer(l, 5000, stop_after, NULL);
+	evloop_run(l);
+	ck_assert_int_eq(ngot, 2);
+	ck_assert_uint_eq(got[0].key, 7);
+	ck_assert_int_eq(got[0].err, 0);
+	ck_assert_uint_gt(got[0].naddrs, 0);
+	ck_assert_uint_gt(got[0].addrlen[0], 0);
+	ck_assert_uint_eq(got[1].key, 8);
+	ck_assert_int_eq(got[1].err, 0);
+	ck_assert_uint_eq(got[1].naddrs, 1);
+	ck_assert_int_eq(got[1].addr[0].ss_family, AF_INET);
+	const struct sockaddr_in *sin = (const void *)&got[1].addr[0];
+	ck_assert_uint_eq(ntohl(sin->sin_addr.s_addr), 0x7f000002);
+	ck_assert_uint_eq(ntohs(sin->sin_port), 3307);
+	/* freed with a request queued or running: the callback never comes */
+	ck_assert_int_eq(resolver_submit(r, 9, "localhost", 3306), 0);
+	resolver_free(r);
+	evloop_add_timer(l, 200, stop_after, NULL);
+	evloop_run(l);
+	ck_assert_int_eq(ngot, 2);
+	evloop_free(l);
+}
+END_TEST
+
 int main(void)
 {
 	mysql_library_init(0, NULL, NULL);
@@ -203,6 +283,8 @@ int main(void)
 	tcase_add_test(tc, test_refused_goes_down);
 	tcase_add_test(tc, test_mute_server_bounded);
 	tcase_add_test(tc, test_request_probe_from_thread);
+	tcase_add_test(tc, test_resolver);
+	tcase_add_test(tc, test_removed_while_resolving);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -8,9 +8,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <grp.h>
 #include <json-c/json.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,6 +135,21 @@ static void backend_counters(struct admin *a, uint32_t id, struct backend_counte
 			a->env.services[i]->backend_counters(id, bc);
 }
 
+/* The numeric address the host resolved to (null when it did not): what the
+ * probe, maps and proxy use; host stays as configured (maybe a name). */
+static json_object *addr_json(const struct topo_backend *b)
+{
+	char buf[INET6_ADDRSTRLEN];
+	const void *p = NULL;
+	if (b->addrlen && b->addr.ss_family == AF_INET)
+		p = &((const struct sockaddr_in *)&b->addr)->sin_addr;
+	else if (b->addrlen && b->addr.ss_family == AF_INET6)
+		p = &((const struct sockaddr_in6 *)&b->addr)->sin6_addr;
+	if (!p || !inet_ntop(b->addr.ss_family, p, buf, sizeof(buf)))
+		return NULL;
+	return jstr(buf);
+}
+
 static json_object *backend_json(struct admin *a, const struct topo_backend *b)
 {
 	json_object *o = json_object_new_object();
@@ -142,6 +159,7 @@ static json_object *backend_json(struct admin *a, const struct topo_backend *b)
 	json_object_object_add(o, "id", json_object_new_int64(b->id));
 	json_object_object_add(o, "host", jstr(b->host));
 	json_object_object_add(o, "port", json_object_new_int(b->port));
+	json_object_object_add(o, "address", addr_json(b));
 	json_object_object_add(o, "role", jstr(topo_role_name(b->role)));
 	json_object_object_add(o, "state", jstr(topo_state_name(b)));
 	json_object_object_add(o, "health", jstr(topo_health_name(b->health)));

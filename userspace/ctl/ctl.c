@@ -508,7 +508,11 @@ static void backend_row(struct table *t, size_t r, json_object *b, int64_t now_m
 
 	cell(t, r, 0, "%s", jstr(b, "name", "?"));
 	jnum(buf, sizeof(buf), b, "port", "%d", "");
-	cell(t, r, 1, strchr(host, ':') ? "[%s]:%s" : "%s:%s", host, buf);
+	const char *addr = jstr(b, "address", NULL);
+	if (addr && strcmp(addr, host) != 0) /* a name: what it resolves to now */
+		cell(t, r, 1, strchr(addr, ':') ? "%s:%s ([%s])" : "%s:%s (%s)", host, buf, addr);
+	else
+		cell(t, r, 1, strchr(host, ':') ? "[%s]:%s" : "%s:%s", host, buf);
 	cell(t, r, 2, "%s", jstr(b, "role", "-"));
 	cell(t, r, 3, "%s", jstr(b, "state", "-"));
 	jnum(t->cells[r][4], sizeof(t->cells[r][4]), b, "priority", "%d", "");

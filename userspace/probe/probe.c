@@ -104,6 +104,7 @@ static void finish(struct probe *p, bool ok)
 	if (p->deadline_timer)
 		evloop_del_timer(p->l, p->deadline_timer);
 	p->deadline_timer = 0;
+	p->res.connect_failed = !ok && p->step == ST_CONNECT;
 	p->step = ST_IDLE;
 	p->res.ok = ok;
 	p->res.latency_ms = (double)(mono_us() - p->start_us) / 1000.0;

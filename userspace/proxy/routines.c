@@ -7,8 +7,10 @@
  * number: a worker compares one relaxed atomic per statement and takes the new
  * snapshot under the mutex only when the generation moved.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <mysql.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -151,8 +153,17 @@ static void refresh(struct proxy_routines *p)
 		topo_put(t);
 		return;
 	}
-	snprintf(host, sizeof(host), "%s", t->backends[t->writer].host);
-	port = t->backends[t->writer].port;
+	/* The address the controller resolved (a name may have moved since it
+	 * was configured), else the host as configured. */
+	const struct topo_backend *w = &t->backends[t->writer];
+	const void *ip = NULL;
+	if (w->addrlen && w->addr.ss_family == AF_INET)
+		ip = &((const struct sockaddr_in *)&w->addr)->sin_addr;
+	else if (w->addrlen && w->addr.ss_family == AF_INET6)
+		ip = &((const struct sockaddr_in6 *)&w->addr)->sin6_addr;
+	if (!ip || !inet_ntop(w->addr.ss_family, ip, host, sizeof(host)))
+		snprintf(host, sizeof(host), "%s", w->host);
+	port = w->port;
 	topo_put(t);
 	my = mysql_init(NULL);
 	if (!my)

@@ -2,6 +2,12 @@
  * controller.c - see controller.h. Probes run start-to-start every
  * interval_ms; a probe still running (a black-holed server, bounded by
  * timeout_ms) makes its backend skip a tick, never the others.
+ *
+ * A backend whose host is a name is resolved when it is added, then again
+ * off the loop (resolver.h) every RESOLVE_PERIOD_MS and whenever its probe
+ * fails to connect (at most every RESOLVE_RETRY_MS), one lookup in flight per
+ * backend. A new address replaces the backend as a reload with a changed
+ * host does: a new id, probe and health, the old one dropped.
  */
 #include "topo/controller.h"
 
@@ -17,9 +23,15 @@
 #include "common/evloop.h"
 #include "common/log.h"
 #include "probe/probe.h"
+#include "topo/resolver.h"
 #include "topo/rules.h"
 
 #define MAX_PENDING 1024
+/* Names are looked up again this often (not a config key, DESIGN.md; tests
+ * shorten it with MYSTEER_TEST_RESOLVE_MS). */
+#define RESOLVE_PERIOD_MS 30000
+/* ... and after a failed connect, but not more often than this. */
+#define RESOLVE_RETRY_MS 1000
 
 struct cbe {
 	struct controller *c;
@@ -28,6 +40,11 @@ struct cbe {
 	struct hysteresis hy;
 	uint64_t timer;
 	bool warned_writable;
+	bool is_name;         /* host is a name, looked up again over time */
+	bool resolving;       /* a lookup is in flight (keyed by tb.id) */
+	bool resolve_failing; /* the last lookup failed: warned once */
+	uint64_t resolve_timer;
+	uint64_t resolve_at_ms; /* mono_ms() of the last lookup started */
 };
 
 struct controller {
@@ -38,7 +55,11 @@ struct controller {
 	uint32_t next_id;
 	uint32_t writer_id; /* UINT32_MAX: none */
 	bool have_writer;
-	struct topology *last; /* last published, for change detection */
+	char writer_name[TOPO_NAME_MAX]; /* for the log when it went away */
+	struct topology *last;           /* last published, for change detection */
+
+	struct resolver *res;
+	uint64_t resolve_period_ms;
 
 	pthread_mutex_t pend_lock;
 	uint32_t pending[MAX_PENDING];
@@ -68,6 +89,27 @@ static void start_probe(struct cbe *b)
 		return;
 	if (probe_start(b->probe, (unsigned)b->c->cfg->timeout_ms) < 0)
 		log_warn("%s: cannot start a probe", b->tb.name);
+}
+
+static void request_resolve(struct cbe *b)
+{
+	if (!b->is_name || b->resolving)
+		return;
+	if (resolver_submit(b->c->res, b->tb.id, b->tb.host, b->tb.port) < 0) {
+		log_warn("%s: cannot start a lookup of %s", b->tb.name, b->tb.host);
+		return;
+	}
+	b->resolving = true;
+	b->resolve_at_ms = mono_ms();
+}
+
+static void on_resolve_tick(struct evloop *l, uint64_t id, void *arg)
+{
+	struct cbe *b = arg;
+	b->resolve_timer = evloop_add_timer(l, b->c->resolve_period_ms, on_resolve_tick, b);
+	if (!b->resolve_timer)
+		log_warn("%s: no timer for looking up %s again", b->tb.name, b->tb.host);
+	request_resolve(b);
 }
 
 static void on_tick(struct evloop *l, uint64_t id, void *arg)
@@ -106,6 +148,9 @@ static void on_probe(void *arg, const struct probe_result *r)
 	} else {
 		snprintf(b->tb.last_error, sizeof(b->tb.last_error), "%s", r->error);
 		log_debug("%s: probe failed: %s", b->tb.name, r->error);
+		/* The name may point elsewhere now (a cloud endpoint's failover). */
+		if (r->connect_failed && mono_ms() - b->resolve_at_ms >= RESOLVE_RETRY_MS)
+			request_resolve(b);
 	}
 	if (b->tb.health != before)
 		log_health(b, before, r);
@@ -131,29 +176,40 @@ static void free_cbe(struct controller *c, struct cbe *b)
 {
 	if (b->timer)
 		evloop_del_timer(c->l, b->timer);
+	if (b->resolve_timer)
+		evloop_del_timer(c->l, b->resolve_timer);
 	probe_free(b->probe);
 	free(b);
+}
+
+/* The numeric form of an address, NULL when there is none. */
+static const char *addr_str(const struct sockaddr_storage *ss, socklen_t sslen, char *buf,
+                            size_t len)
+{
+	const void *a = NULL;
+
+	if (sslen == 0)
+		return NULL;
+	if (ss->ss_family == AF_INET)
+		a = &((const struct sockaddr_in *)ss)->sin_addr;
+	else if (ss->ss_family == AF_INET6)
+		a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+	if (!a || !inet_ntop(ss->ss_family, a, buf, (socklen_t)len))
+		return NULL;
+	return buf;
 }
 
 /* The numeric form of a resolved backend address, else its configured host
  * (the probe then reports the resolution error itself, every interval). */
 static const char *probe_host(const struct topo_backend *tb, char *buf, size_t len)
 {
-	const void *a = NULL;
-	int af = ((const struct sockaddr *)&tb->addr)->sa_family;
-
-	if (tb->addrlen == 0)
-		return tb->host;
-	if (af == AF_INET)
-		a = &((const struct sockaddr_in *)&tb->addr)->sin_addr;
-	else if (af == AF_INET6)
-		a = &((const struct sockaddr_in6 *)&tb->addr)->sin6_addr;
-	if (!a || !inet_ntop(af, a, buf, (socklen_t)len))
-		return tb->host;
-	return buf;
+	const char *a = addr_str(&tb->addr, tb->addrlen, buf, len);
+	return a ? a : tb->host;
 }
 
-static struct cbe *new_cbe(struct controller *c, const struct ctl_backend_spec *s)
+/* addr: the address already looked up (a name that moved), else NULL. */
+static struct cbe *new_cbe(struct controller *c, const struct ctl_backend_spec *s,
+                           const struct sockaddr_storage *addr, socklen_t addrlen)
 {
 	char numeric[INET6_ADDRSTRLEN];
 	struct cbe *b = calloc(1, sizeof(*b));
@@ -164,11 +220,18 @@ static struct cbe *new_cbe(struct controller *c, const struct ctl_backend_spec *
 	snprintf(b->tb.name, sizeof(b->tb.name), "%s", s->name);
 	snprintf(b->tb.host, sizeof(b->tb.host), "%s", s->host);
 	b->tb.port = s->port;
-	/* Resolved once, here: the probe then connects to the very address the
-	 * maps and the proxy steer to, and no probe blocks the event loop in
-	 * getaddrinfo (libmysqlclient resolves inside its non-blocking connect). */
-	if (resolve(&b->tb) < 0)
+	b->is_name = resolver_is_name(s->host);
+	/* Resolved here: the probe then connects to the very address the maps
+	 * and the proxy steer to, and no probe blocks the event loop in
+	 * getaddrinfo (libmysqlclient resolves inside its non-blocking connect).
+	 * Later lookups of a name run off the loop (on_resolved). */
+	if (addr) {
+		memcpy(&b->tb.addr, addr, addrlen);
+		b->tb.addrlen = addrlen;
+	} else if (resolve(&b->tb) < 0) {
 		log_warn("%s: cannot resolve %s", s->name, s->host);
+		b->resolve_failing = true;
+	}
 	b->probe = probe_new(c->l, probe_host(&b->tb, numeric, sizeof(numeric)), s->port,
 	                     c->cfg->probe_user, c->cfg->probe_password, on_probe, b);
 	if (!b->probe) {
@@ -177,6 +240,12 @@ static struct cbe *new_cbe(struct controller *c, const struct ctl_backend_spec *
 	}
 	/* The first probe at once, so that `rise` is reached quickly at start. */
 	b->timer = evloop_add_timer(c->l, 0, on_tick, b);
+	if (b->is_name) {
+		b->resolve_at_ms = mono_ms();
+		b->resolve_timer = evloop_add_timer(c->l, c->resolve_period_ms, on_resolve_tick, b);
+		if (!b->resolve_timer)
+			log_warn("%s: no timer for looking up %s again", s->name, s->host);
+	}
 	return b;
 }
 
@@ -209,7 +278,7 @@ int controller_apply(struct controller *c, const struct config *cfg,
 		    probe_set_credentials(b->probe, cfg->probe_user, cfg->probe_password) < 0)
 			log_error("%s: out of memory for the new probe credentials", b->tb.name);
 		if (!b) {
-			b = new_cbe(c, &specs[i]);
+			b = new_cbe(c, &specs[i], NULL, 0);
 			if (!b)
 				goto fail;
 			log_info("%s: probing %s:%u", b->tb.name, b->tb.host, b->tb.port);
@@ -252,6 +321,88 @@ fail:
 	return -1;
 }
 
+static bool same_addr(const struct sockaddr_storage *a, socklen_t alen,
+                      const struct sockaddr_storage *b, socklen_t blen)
+{
+	if (alen == 0 || blen == 0 || a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET) {
+		const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
+		return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+	}
+	if (a->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
+		return x->sin6_port == y->sin6_port && x->sin6_scope_id == y->sin6_scope_id &&
+		       memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr)) == 0;
+	}
+	return alen == blen && memcmp(a, b, alen) == 0;
+}
+
+/*
+ * The backend's name points elsewhere: replace it by a new one at the new
+ * address, as controller_apply() does for a backend whose host or port
+ * changed (a new id, probe and health; consumers see the old id go).
+ */
+static void move_backend(struct controller *c, size_t i, const struct resolver_result *r)
+{
+	struct cbe *old = c->be[i];
+	struct ctl_backend_spec s = {.port = old->tb.port,
+	                             .priority = old->tb.priority,
+	                             .weight = old->tb.weight,
+	                             .admin = old->tb.admin};
+	snprintf(s.name, sizeof(s.name), "%s", old->tb.name);
+	snprintf(s.host, sizeof(s.host), "%s", old->tb.host);
+	struct cbe *b = new_cbe(c, &s, &r->addr[0], r->addrlen[0]);
+	if (!b) {
+		/* Kept as it is; the next lookup tries again. */
+		log_error("%s: out of memory moving to the new address", s.name);
+		return;
+	}
+	b->tb.priority = s.priority;
+	b->tb.weight = s.weight;
+	b->tb.admin = s.admin;
+	c->be[i] = b;
+	free_cbe(c, old);
+	recompute(c, true);
+}
+
+static void on_resolved(void *arg, const struct resolver_result *r)
+{
+	struct controller *c = arg;
+	char wbuf[INET6_ADDRSTRLEN], nbuf[INET6_ADDRSTRLEN];
+	const char *was, *now;
+	struct cbe *b = NULL;
+	size_t i;
+
+	for (i = 0; i < c->nbe && !b; i++)
+		if (c->be[i]->tb.id == r->key)
+			b = c->be[i];
+	if (!b)
+		return; /* removed, or moved, while the lookup ran */
+	i--;
+	b->resolving = false;
+	was = addr_str(&b->tb.addr, b->tb.addrlen, wbuf, sizeof(wbuf));
+	if (r->err) {
+		if (!b->resolve_failing)
+			log_warn("%s: cannot resolve %s: %s; keeping %s", b->tb.name, b->tb.host,
+			         r->error, was ? was : "no address");
+		b->resolve_failing = true;
+		return;
+	}
+	if (b->resolve_failing)
+		log_info("%s: %s resolves again", b->tb.name, b->tb.host);
+	b->resolve_failing = false;
+	/* Still one of the name's addresses (several records, maybe rotated by
+	 * the server): no move. Else the first, as the first lookup took. */
+	for (size_t k = 0; k < r->naddrs; k++)
+		if (same_addr(&b->tb.addr, b->tb.addrlen, &r->addr[k], r->addrlen[k]))
+			return;
+	now = addr_str(&r->addr[0], r->addrlen[0], nbuf, sizeof(nbuf));
+	log_info("%s address %s -> %s (host %s)", b->tb.name, was ? was : "none", now ? now : "?",
+	         b->tb.host);
+	move_backend(c, i, r);
+}
+
 struct topology *controller_snapshot(struct controller *c)
 {
 	size_t nr = c->cfg ? c->cfg->nroutes : 0;
@@ -283,7 +434,9 @@ static bool differs(const struct topology *a, const struct topology *b)
 		if (x->id != y->id || x->role != y->role || x->health != y->health ||
 		    x->admin != y->admin || x->priority != y->priority || x->weight != y->weight ||
 		    x->read_only != y->read_only || x->replicating != y->replicating ||
-		    x->port != y->port || strcmp(x->host, y->host) != 0)
+		    x->port != y->port || strcmp(x->host, y->host) != 0 ||
+		    ((x->addrlen || y->addrlen) &&
+		     !same_addr(&x->addr, x->addrlen, &y->addr, y->addrlen)))
 			return true;
 	}
 	return memcmp(a->routes, b->routes, a->nroutes * sizeof(a->routes[0])) != 0;
@@ -335,7 +488,9 @@ static void recompute(struct controller *c, bool force_publish)
 	struct rules_output ro = {.roles = roles, .reasons = reasons, .extra_writable = extra};
 	rules_decide(&ri, &ro);
 
-	const char *from = prev >= 0 ? c->be[prev]->tb.name : "none";
+	/* A writer removed or moved (a new id) is no longer in the list. */
+	const char *from =
+	    prev >= 0 ? c->be[prev]->tb.name : (c->have_writer ? c->writer_name : "none");
 	const char *to = ro.writer >= 0 ? c->be[ro.writer]->tb.name : "none";
 	if (ro.writer != prev || (prev < 0 && c->have_writer)) {
 		if (ro.writer < 0)
@@ -346,6 +501,7 @@ static void recompute(struct controller *c, bool force_publish)
 	log_roles(c, roles, reasons, extra);
 	c->have_writer = ro.writer >= 0;
 	c->writer_id = ro.writer >= 0 ? c->be[ro.writer]->tb.id : UINT32_MAX;
+	snprintf(c->writer_name, sizeof(c->writer_name), "%s", ro.writer >= 0 ? to : "");
 
 	struct topology *t = controller_snapshot(c);
 	if (!t) {
@@ -374,6 +530,19 @@ struct controller *controller_new(struct evloop *l)
 	c->l = l;
 	c->next_id = 0;
 	c->writer_id = UINT32_MAX;
+	c->resolve_period_ms = RESOLVE_PERIOD_MS;
+	const char *env = getenv("MYSTEER_TEST_RESOLVE_MS"); /* test-only */
+	if (env && *env) {
+		char *end;
+		unsigned long long v = strtoull(env, &end, 10);
+		if (*end == '\0' && v > 0)
+			c->resolve_period_ms = v;
+	}
+	c->res = resolver_new(l, on_resolved, c);
+	if (!c->res) {
+		free(c);
+		return NULL;
+	}
 	pthread_mutex_init(&c->pend_lock, NULL);
 	return c;
 }
@@ -385,6 +554,7 @@ void controller_free(struct controller *c)
 	for (size_t i = 0; i < c->nbe; i++)
 		free_cbe(c, c->be[i]);
 	free(c->be);
+	resolver_free(c->res);
 	topo_put(c->last);
 	pthread_mutex_destroy(&c->pend_lock);
 	free(c);

@@ -1,7 +1,8 @@
 # topo: the topology rules (pure, unit-tested as a table) and the controller
 # state that feeds probe results through them.
 TOPO_RULES_OBJS := $(BUILD)/obj/userspace/topo/rules.o
-DAEMON_OBJS     += $(TOPO_RULES_OBJS) $(BUILD)/obj/userspace/topo/controller.o
+DAEMON_OBJS     += $(TOPO_RULES_OBJS) $(BUILD)/obj/userspace/topo/controller.o \
+                   $(BUILD)/obj/userspace/topo/resolver.o
 UNIT_TESTS      += $(BUILD)/tests/test_topo $(BUILD)/tests/test_evloop
 
 $(BUILD)/tests/test_topo: $(BUILD)/obj/tests/unit/test_topo.o $(TOPO_RULES_OBJS) $(COMMON_OBJS)
@@ -14,9 +15,11 @@ $(BUILD)/tests/test_evloop: $(BUILD)/obj/tests/unit/test_evloop.o $(COMMON_OBJS)
 
 INTEG_TESTS += tests/integration/controller.sh
 INTEG_TESTS += tests/integration/controller_figures.sh
+INTEG_TESTS += tests/integration/dns.sh
 
 UNIT_TESTS += $(BUILD)/tests/test_controller
 $(BUILD)/tests/test_controller: $(BUILD)/obj/tests/unit/test_controller.o \
-		$(BUILD)/obj/userspace/topo/controller.o $(TOPO_RULES_OBJS) $(PROBE_OBJS) $(COMMON_OBJS)
+		$(BUILD)/obj/userspace/topo/controller.o $(BUILD)/obj/userspace/topo/resolver.o \
+		$(TOPO_RULES_OBJS) $(PROBE_OBJS) $(COMMON_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(CHECK_LIBS) $(LDLIBS) -o $@
