@@ -16,7 +16,11 @@
  * ends.
  *
  * Everything of a session lives on one worker thread; the only shared state is
- * the read-only user table, the connection counter and the topology snapshots.
+ * the read-only user table, the connection counters (atomics, per backend: the
+ * pool_max_per_backend cap is reserved in be_active), the workers' wake
+ * eventfds and the topology snapshots. A session that finds its backend at the
+ * cap waits in its worker's FIFO (wait_enqueue) until a connection of that
+ * backend is parked or closed, or the bound runs out.
  */
 #define _GNU_SOURCE
 #include "proxy/proxy.h"
