@@ -58,6 +58,6 @@ out=$(ctl status)
 echo "$out" | sed -n '/^POOL/,$p' | sed 's/^/# /'
 check "mysteerctl status prints a pool section" grep -q "^POOL *IDLE *IN_USE *OPENED *REUSED" <<<"$out"
 check "the pool section has a row per backend with the idle count" \
-	bash -c "echo \"\$1\" | awk '/^POOL/{f=1;next} f&&NF==5{s+=\$2} END{exit !(s==$idle)}'" _ "$out"
+	bash -c "echo \"\$1\" | awk '/^POOL/{f=1;next} f&&NF==10{s+=\$2} END{exit !(s==$idle)}'" _ "$out"
 itest_daemon_stop
 itest_done

@@ -600,7 +600,7 @@ static void print_routes(json_object *st, FILE *out)
 static void print_pool(json_object *st, FILE *out)
 {
 	json_object *pool;
-	struct table t = {.cols = 5};
+	struct table t = {.cols = 10};
 	size_t n, r = 1;
 
 	if (!json_object_object_get_ex(st, "pool", &pool) ||
@@ -615,6 +615,11 @@ static void print_pool(json_object *st, FILE *out)
 	cell(&t, 0, 2, "IN_USE");
 	cell(&t, 0, 3, "OPENED");
 	cell(&t, 0, 4, "REUSED");
+	cell(&t, 0, 5, "OPEN");
+	cell(&t, 0, 6, "MAX");
+	cell(&t, 0, 7, "WAITING");
+	cell(&t, 0, 8, "WAITS");
+	cell(&t, 0, 9, "TIMEOUTS");
 	json_object_object_foreach(pool, name, o)
 	{
 		if (r > n)
@@ -624,6 +629,11 @@ static void print_pool(json_object *st, FILE *out)
 		jnum(t.cells[r][2], sizeof(t.cells[0][2]), o, "in_use", "%d", "");
 		jnum(t.cells[r][3], sizeof(t.cells[0][3]), o, "opened", "%d", "");
 		jnum(t.cells[r][4], sizeof(t.cells[0][4]), o, "reused", "%d", "");
+		jnum(t.cells[r][5], sizeof(t.cells[0][5]), o, "open", "%d", "");
+		jnum(t.cells[r][6], sizeof(t.cells[0][6]), o, "max", "%d", "");
+		jnum(t.cells[r][7], sizeof(t.cells[0][7]), o, "waiting", "%d", "");
+		jnum(t.cells[r][8], sizeof(t.cells[0][8]), o, "waits", "%d", "");
+		jnum(t.cells[r][9], sizeof(t.cells[0][9]), o, "wait_timeouts", "%d", "");
 		r++;
 	}
 	t.rows = r;

@@ -16,7 +16,11 @@
  * ends.
  *
  * Everything of a session lives on one worker thread; the only shared state is
- * the read-only user table, the connection counter and the topology snapshots.
+ * the read-only user table, the connection counters (atomics, per backend: the
+ * pool_max_per_backend cap is reserved in be_active), the workers' wake
+ * eventfds and the topology snapshots. A session that finds its backend at the
+ * cap waits in its worker's FIFO (wait_enqueue) until a connection of that
+ * backend is parked or closed, or the bound runs out.
  */
 #define _GNU_SOURCE
 #include "proxy/proxy.h"
@@ -56,6 +60,9 @@
  * 16382 by default) and per client session (the proxy's memory). */
 #define PS_PER_CONN    256
 #define PS_PER_SESSION 1024
+/* How long a session waits for a backend connection when the backend is at
+ * pool_max_per_backend (then ERR 1040 to that statement). */
+#define POOL_WAIT_MS 10000
 
 enum ev_type { EV_LISTEN = 1, EV_CLIENT, EV_BACKEND, EV_WAKE };
 
@@ -148,6 +155,13 @@ struct client {
 	bool closing;
 	bool dead; /* freed at the end of the event batch */
 	struct client *next_dead;
+	/* waiting for a connection of a backend at its cap (the worker's FIFO) */
+	bool waiting;
+	bool must_wait; /* set by conn_get: route_cmd queues the command */
+	uint32_t want_id, wait_id;
+	char want_name[TOPO_NAME_MAX], wait_name[TOPO_NAME_MAX];
+	uint64_t wait_start, wait_deadline;
+	struct client *wait_prev, *wait_next;
 };
 
 struct bconn {
@@ -220,6 +234,12 @@ struct proxy_engine {
 	_Atomic uint64_t be_connects[PROXY_MAX_IDS], be_reused[PROXY_MAX_IDS];
 	/* parked with a COM_RESET_CONNECTION, or without one (clean) */
 	_Atomic uint64_t be_resets[PROXY_MAX_IDS], be_clean[PROXY_MAX_IDS];
+	/* sessions waiting now for a connection (the backend at its cap, which
+	 * be_active counts against), sessions that had to wait, waits that
+	 * ran out */
+	_Atomic int be_waiting[PROXY_MAX_IDS];
+	_Atomic uint64_t be_waits[PROXY_MAX_IDS], be_wait_timeouts[PROXY_MAX_IDS];
+	uint32_t wait_ms; /* POOL_WAIT_MS (MYSTEER_TEST_POOL_WAIT_MS) */
 	_Atomic uint32_t next_conn_id;
 	_Atomic bool trust_routines;
 	struct proxy_routines *routines;
@@ -244,6 +264,10 @@ struct worker {
 	size_t nghosts;
 	struct rt_snap *rt; /* this worker's reference to the routine table */
 	uint64_t rt_gen;
+	/* sessions waiting for a connection, first come first served */
+	struct client *wait_head, *wait_tail;
+	int wait_n[PROXY_MAX_IDS]; /* of them, per backend id */
+	bool kick;                 /* a slot or a pooled connection came free: serve them */
 };
 
 /* ---- buffers ---- */
@@ -485,6 +509,58 @@ static int ps_make_room(struct client *c, struct bconn *b)
 	return 0;
 }
 
+/* ---- the per-backend cap (pool_max_per_backend) ---- */
+
+/*
+ * Reserves one of the backend's pool_max_per_backend slots before a new
+ * connection is opened: be_active counts every open connection of the proxy
+ * to it (connecting, logging in, warm, idle, busy) over all workers, and is
+ * given back when the connection is freed. false: the backend is at its cap.
+ * Ids beyond PROXY_MAX_IDS are not counted, hence not capped.
+ */
+static bool slot_take(struct proxy_engine *e, uint32_t id)
+{
+	uint64_t max = (uint64_t)atomic_load(&e->pool_max), cur;
+
+	if (id >= PROXY_MAX_IDS)
+		return true;
+	cur = atomic_load(&e->be_active[id]);
+	do {
+		if (cur >= max)
+			return false;
+	} while (!atomic_compare_exchange_weak(&e->be_active[id], &cur, cur + 1));
+	return true;
+}
+
+/* Wakes the other workers (their eventfd): a slot came free that their
+ * waiters may take, or this worker's waiters need their idle connections
+ * (pool_yield). */
+static void wake_others(struct worker *w)
+{
+	uint64_t one = 1;
+
+	for (int i = 0; i < w->e->nworkers; i++) {
+		struct worker *o = &w->e->workers[i];
+		if (o == w || o->wakefd < 0)
+			continue;
+		if (write(o->wakefd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+			log_debug("proxy: waking a worker: %s", strerror(errno));
+	}
+}
+
+/* A connection of this backend was closed: its slot is free again. This
+ * worker serves its waiters after the event batch (w->kick); other workers'
+ * waiters are woken. */
+static void slot_release(struct worker *w, uint32_t id)
+{
+	if (id >= PROXY_MAX_IDS)
+		return;
+	atomic_fetch_sub(&w->e->be_active[id], 1);
+	w->kick = true;
+	if (!w->stop && atomic_load(&w->e->be_waiting[id]) > w->wait_n[id])
+		wake_others(w);
+}
+
 /* ---- object lifetime ---- */
 
 static void warm_unlink(struct bconn *b)
@@ -538,8 +614,7 @@ static void bconn_free(struct bconn *b)
 	b->fd = -1;
 	b->dead = true;
 	atomic_fetch_sub(&b->w->e->nbconns, 1);
-	if (b->backend_id < PROXY_MAX_IDS)
-		atomic_fetch_sub(&b->w->e->be_active[b->backend_id], 1);
+	slot_release(b->w, b->backend_id);
 	b->next_dead = b->w->dead_bconns;
 	b->w->dead_bconns = b;
 }
@@ -583,9 +658,17 @@ static void pool_park(struct client *c, struct bconn *b)
 	static const uint8_t reset[1] = {COM_RESET_CONNECTION};
 	int max = w->e->pool_max / (w->e->nworkers ? w->e->nworkers : 1);
 	bool must_reset = b->dirty || b->trans_open || b->keep;
+	uint32_t id = b->backend_id;
 
+	/* Closed rather than kept idle: not reusable as it is, the pool full,
+	 * over a pool_max_per_backend lowered by a reload, or sessions of
+	 * other workers wait for a slot of this backend (pools are per
+	 * worker: an idle connection here would not serve them). */
 	if (b->st != B_READY || b->awaiting || b->internal || b->gtid_wait || b->frag_left ||
-	    buf_used(&b->in) || max < 1 || pool_count(w, b->backend_id) >= max) {
+	    buf_used(&b->in) || max < 1 || pool_count(w, id) >= max ||
+	    (id < PROXY_MAX_IDS &&
+	     (atomic_load(&w->e->be_active[id]) > (uint64_t)atomic_load(&w->e->pool_max) ||
+	      atomic_load(&w->e->be_waiting[id]) > w->wait_n[id]))) {
 		bconn_free(b);
 		return;
 	}
@@ -621,6 +704,7 @@ static void pool_park(struct client *c, struct bconn *b)
 	b->pooled = true;
 	b->pool_next = w->pool;
 	w->pool = b;
+	w->kick = true; /* a waiter of this worker may take it */
 	if (b->backend_id < PROXY_MAX_IDS) {
 		atomic_fetch_add(&w->e->be_idle[b->backend_id], 1);
 		atomic_fetch_add(must_reset ? &w->e->be_resets[b->backend_id]
@@ -658,6 +742,7 @@ static void pool_event(struct bconn *b, uint32_t events)
 		buf_consume(&b->in, total);
 		b->resetting = false;
 		b->idle_since = now_ms();
+		b->w->kick = true; /* takeable now */
 	}
 	if (!b->dead && r < 0)
 		bconn_free(b);
@@ -765,9 +850,32 @@ static void warm_park(struct bconn *b)
 	b->pooled = true;
 	b->pool_next = w->pool;
 	w->pool = b;
+	w->kick = true;
 	if (b->backend_id < PROXY_MAX_IDS)
 		atomic_fetch_add(&w->e->be_idle[b->backend_id], 1);
 	bconn_update(b);
+}
+
+/* The session no longer waits for a connection (served, failed, timed out
+ * or gone). */
+static void wait_dequeue(struct client *c)
+{
+	struct worker *w = c->w;
+
+	if (!c->waiting)
+		return;
+	if (c->wait_prev)
+		c->wait_prev->wait_next = c->wait_next;
+	else
+		w->wait_head = c->wait_next;
+	if (c->wait_next)
+		c->wait_next->wait_prev = c->wait_prev;
+	else
+		w->wait_tail = c->wait_prev;
+	c->wait_prev = c->wait_next = NULL;
+	w->wait_n[c->wait_id]--;
+	atomic_fetch_sub(&w->e->be_waiting[c->wait_id], 1);
+	c->waiting = false;
 }
 
 static void client_close(struct client *c)
@@ -776,6 +884,7 @@ static void client_close(struct client *c)
 
 	if (c->dead)
 		return;
+	wait_dequeue(c);
 	if (c->wconn)
 		pool_park(c, c->wconn);
 	if (c->rconn)
@@ -1012,6 +1121,7 @@ static int bconn_flush(struct bconn *b)
 
 static void client_process(struct client *c);
 static void route_cmd(struct client *c);
+static void wait_enqueue(struct client *c);
 
 /* The command is over (answered or refused): take the next one. */
 static void cmd_done(struct client *c)
@@ -1027,6 +1137,13 @@ static void cmd_done(struct client *c)
 
 static void cmd_fail(struct client *c, uint16_t code, const char *msg)
 {
+	/* the statement never ran: a PREPARE's statement goes (the client got no
+	 * id), an EXECUTE's long data too, as after an answer */
+	if (c->cur_ps && c->cur_kind == RESP_PREPARE)
+		ps_free(c, c->cur_ps);
+	else if (c->cur_ps)
+		ps_drop_longdata(c, c->cur_ps);
+	c->cur_ps = NULL;
 	if (c->cur_hist && c->nhist > 0) {
 		free(c->hist[--c->nhist].p);
 		if (c->wconn && c->wconn->hist_applied > c->nhist)
@@ -1523,16 +1640,26 @@ static void bconn_event(struct bconn *b, uint32_t events)
 		bconn_update(b);
 }
 
-static struct bconn *bconn_open(struct client *c, const struct topo_backend *be, bool writer)
+/* A new connection to be, for c (or a ghost: a warm one). NULL with *full
+ * set when the backend is at pool_max_per_backend. */
+static struct bconn *bconn_open(struct client *c, const struct topo_backend *be, bool writer,
+                                bool *full)
 {
 	struct bconn *b;
 	int one = 1;
 
+	*full = false;
 	if (be->addrlen == 0)
 		return NULL;
-	b = calloc(1, sizeof(*b));
-	if (!b)
+	if (!slot_take(c->w->e, be->id)) {
+		*full = true;
 		return NULL;
+	}
+	b = calloc(1, sizeof(*b));
+	if (!b) {
+		slot_release(c->w, be->id);
+		return NULL;
+	}
 	b->type = EV_BACKEND;
 	b->w = c->w;
 	b->serial = ++c->w->next_serial;
@@ -1543,6 +1670,7 @@ static struct bconn *bconn_open(struct client *c, const struct topo_backend *be,
 	b->fd = socket(be->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (b->fd < 0) {
 		free(b);
+		slot_release(c->w, be->id);
 		return NULL;
 	}
 	if (setsockopt(b->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
@@ -1553,13 +1681,13 @@ static struct bconn *bconn_open(struct client *c, const struct topo_backend *be,
 		log_info("proxy: connect to %s: %s", be->name, strerror(errno));
 		close(b->fd);
 		free(b);
+		slot_release(c->w, be->id);
 		return NULL;
 	}
 	b->events = EPOLLOUT;
 	b->st = B_CONNECTING;
 	atomic_fetch_add(&c->w->e->nbconns, 1);
 	if (be->id < PROXY_MAX_IDS) {
-		atomic_fetch_add(&c->w->e->be_active[be->id], 1);
 		atomic_fetch_add(&c->w->e->be_connects[be->id], 1);
 		/* a warm connection serves nobody yet: it counts as steered when
 		 * a client takes it from the pool */
@@ -1596,6 +1724,78 @@ static const struct topo_backend *pick_reader(struct client *c, const struct top
 			return &t->backends[idx[i]];
 	}
 	return &t->backends[idx[n - 1]];
+}
+
+/* A session that waits for a reader's connection keeps waiting for that
+ * reader while it serves: NULL when it no longer does. */
+static const struct topo_backend *waited_reader(struct client *c, const struct topology *t)
+{
+	if (!c->waiting)
+		return NULL;
+	for (size_t i = 0; i < t->nbackends; i++) {
+		const struct topo_backend *b = &t->backends[i];
+		if (b->id == c->wait_id)
+			return b->role == ROLE_READER && topo_backend_usable(b) && b->weight > 0 &&
+			               !(c->has_exclude && b->id == c->exclude_id)
+			           ? b
+			           : NULL;
+	}
+	return NULL;
+}
+
+/* An idle pooled connection of this backend, which pool_take did not give
+ * the session (another user, capabilities, character set or schema): at the
+ * cap it is closed so that the session's own takes its slot. Not one being
+ * reset: that one comes back, and may fit, when the reset is answered. */
+static struct bconn *pool_victim(struct worker *w, uint32_t id)
+{
+	for (struct bconn *b = w->pool; b; b = b->pool_next)
+		if (b->backend_id == id && !b->resetting)
+			return b;
+	return NULL;
+}
+
+/* No connection now: route_cmd queues the command (wait_enqueue). */
+static struct bconn *conn_wait(struct client *c, const struct topo_backend *be)
+{
+	c->must_wait = true;
+	c->want_id = be->id;
+	snprintf(c->want_name, sizeof(c->want_name), "%s", be->name);
+	return NULL;
+}
+
+/*
+ * A connection of be for the session: a pooled one, else a new one within
+ * pool_max_per_backend, else (at the cap) a new one in the slot of an idle
+ * one that does not fit; else NULL with c->must_wait set: the session waits
+ * for a connection of be to be parked or closed. A session does not pass
+ * the ones of its worker that already wait for be.
+ */
+static struct bconn *conn_get(struct client *c, const struct topo_backend *be, bool writer)
+{
+	struct worker *w = c->w;
+	struct bconn *b, *victim;
+	bool full;
+
+	if (be->id < PROXY_MAX_IDS && w->wait_n[be->id] > 0 && !c->waiting)
+		return conn_wait(c, be);
+	b = pool_take(c, be, writer);
+	if (b)
+		return b;
+	b = bconn_open(c, be, writer, &full);
+	if (b || !full)
+		return b;
+	victim = pool_victim(w, be->id);
+	if (victim) {
+		log_debug("proxy: %s is at pool_max_per_backend: an idle connection of %s "
+		          "makes room for %s",
+		          be->name, victim->pool_user, c->user);
+		bconn_free(victim);
+		b = bconn_open(c, be, writer, &full);
+		if (b || !full)
+			return b;
+	}
+	return conn_wait(c, be);
 }
 
 static const struct topo_backend *cur_writer(const struct topology *t)
@@ -1653,10 +1853,8 @@ static struct bconn *get_writer(struct client *c, const struct topology *t, char
 		no_writer_msg(t, msg, cap);
 		return NULL;
 	}
-	c->wconn = pool_take(c, be, true);
-	if (!c->wconn)
-		c->wconn = bconn_open(c, be, true);
-	if (!c->wconn)
+	c->wconn = conn_get(c, be, true);
+	if (!c->wconn && !c->must_wait)
 		snprintf(msg, cap, "mysteer: cannot connect to the writer %s", be->name);
 	return c->wconn;
 }
@@ -1669,11 +1867,15 @@ static struct bconn *get_reader(struct client *c, const struct topology *t, char
 		return c->rconn;
 	if (c->rconn)
 		bconn_free(c->rconn);
-	be = t ? pick_reader(c, t) : NULL;
-	if (be && !(c->rconn = pool_take(c, be, false)))
-		c->rconn = bconn_open(c, be, false);
+	be = t ? waited_reader(c, t) : NULL;
+	if (!be && t)
+		be = pick_reader(c, t);
+	if (be)
+		c->rconn = conn_get(c, be, false);
 	if (c->rconn)
 		return c->rconn;
+	if (c->must_wait)
+		return NULL; /* the read waits for the reader it was given */
 	if (c->has_exclude && c->wconn && c->wconn->backend_id == c->exclude_id)
 		bconn_free(c->wconn);
 	return get_writer(c, t, msg, cap); /* no live reader: the writer stands in */
@@ -1870,6 +2072,7 @@ static void route_cmd(struct client *c)
 	struct bconn *b = NULL;
 	char msg[512] = "mysteer: no backend available";
 
+	c->must_wait = false;
 	if (t)
 		follow_topology(c, t);
 	switch (c->route) {
@@ -1890,12 +2093,139 @@ static void route_cmd(struct client *c)
 	}
 	if (t)
 		topo_put(t);
+	if (!b && c->must_wait) {
+		wait_enqueue(c);
+		return;
+	}
+	wait_dequeue(c);
 	if (!b) {
 		cmd_fail(c, 1105, msg);
 		return;
 	}
 	if (send_cmd(c, b) < 0)
 		bconn_fail(b, "write failed");
+}
+
+/*
+ * The session waits for a connection of c->want_id, at pool_max_per_backend,
+ * in its worker's FIFO: its command stays in c->cmd (C_BUSY: nothing more is
+ * read from it meanwhile), and route_cmd runs again when a connection of that
+ * backend is parked or closed (waiters_run), until POOL_WAIT_MS has passed
+ * (wait_expire). A session already waiting keeps its place.
+ */
+static void wait_enqueue(struct client *c)
+{
+	struct worker *w = c->w;
+	struct proxy_engine *e = w->e;
+	uint32_t id = c->want_id;
+
+	c->st = C_BUSY;
+	c->cur = NULL;
+	snprintf(c->wait_name, sizeof(c->wait_name), "%s", c->want_name);
+	if (c->waiting && c->wait_id == id)
+		return;
+	if (c->waiting) {
+		/* another reader now: same place in the queue */
+		w->wait_n[c->wait_id]--;
+		atomic_fetch_sub(&e->be_waiting[c->wait_id], 1);
+	} else {
+		c->waiting = true;
+		c->wait_start = now_ms();
+		c->wait_deadline = c->wait_start + e->wait_ms;
+		c->wait_next = NULL;
+		c->wait_prev = w->wait_tail;
+		if (w->wait_tail)
+			w->wait_tail->wait_next = c;
+		else
+			w->wait_head = c;
+		w->wait_tail = c;
+		atomic_fetch_add(&e->be_waits[id], 1);
+		log_debug("proxy: a session of %s waits for a connection to %s "
+		          "(pool_max_per_backend = %d)",
+		          c->user, c->want_name, atomic_load(&e->pool_max));
+	}
+	c->wait_id = id;
+	w->wait_n[id]++;
+	atomic_fetch_add(&e->be_waiting[id], 1);
+	/* other workers' idle connections of it make room (pool_yield) */
+	wake_others(w);
+}
+
+/* After route_cmd, from outside the client's own event: an ERR or a refusal
+ * left it idle, so answer it and go on with what it sent next. */
+static void client_resume(struct client *c)
+{
+	if (c->dead || c->st != C_IDLE)
+		return;
+	if (client_flush(c) < 0 || c->closing)
+		client_close(c);
+	else
+		client_process(c);
+}
+
+/* A connection or a slot came free: the waiters try again, in order; the
+ * first one of a backend that still finds none keeps the later ones of that
+ * backend waiting too. */
+static void waiters_run(struct worker *w)
+{
+	bool blocked[PROXY_MAX_IDS] = {false};
+
+	w->kick = false;
+	for (struct client *c = w->wait_head, *next; c; c = next) {
+		next = c->wait_next;
+		if (blocked[c->wait_id])
+			continue;
+		route_cmd(c);
+		if (c->waiting)
+			blocked[c->wait_id] = true;
+		else
+			client_resume(c);
+	}
+}
+
+/* Waits longer than POOL_WAIT_MS end with an ERR to that statement; the
+ * session goes on. */
+static void wait_expire(struct worker *w, uint64_t now)
+{
+	struct proxy_engine *e = w->e;
+	char msg[256];
+
+	for (struct client *c = w->wait_head, *next; c; c = next) {
+		next = c->wait_next;
+		if (now < c->wait_deadline)
+			continue;
+		atomic_fetch_add(&e->be_wait_timeouts[c->wait_id], 1);
+		wait_dequeue(c);
+		snprintf(msg, sizeof(msg),
+		         "mysteer: no connection to %s free within %u ms "
+		         "(pool_max_per_backend = %d)",
+		         c->wait_name, e->wait_ms, atomic_load(&e->pool_max));
+		log_info("proxy: a session of %s waited %llu ms for %s: ERR", c->user,
+		         (unsigned long long)(now - c->wait_start), c->wait_name);
+		/* ER_CON_COUNT_ERROR, with HY000 rather than its 08004: connectors
+		 * take SQLSTATE class 08 for a broken connection */
+		cmd_fail(c, 1040, msg);
+		client_resume(c);
+	}
+}
+
+/* Idle connections of a backend that sessions of other workers wait for
+ * are closed, as many as those wait for: pools are per worker, so only
+ * their slots can serve them. */
+static void pool_yield(struct worker *w)
+{
+	int freed[PROXY_MAX_IDS] = {0};
+
+	for (struct bconn *b = w->pool, *next; b; b = next) {
+		uint32_t id = b->backend_id;
+		next = b->pool_next;
+		if (id >= PROXY_MAX_IDS || b->resetting)
+			continue;
+		if (atomic_load(&w->e->be_waiting[id]) - w->wait_n[id] > freed[id]) {
+			freed[id]++;
+			bconn_free(b);
+		}
+	}
 }
 
 /* An earlier identical statement is superseded by the new one: applications
@@ -2523,13 +2853,17 @@ static void pool_warm(struct worker *w)
 		return;
 	for (size_t i = 0; i < t->nbackends; i++) {
 		const struct topo_backend *be = &t->backends[i];
-		if (!topo_backend_usable(be) || be->id >= PROXY_MAX_IDS)
+		/* sessions waiting for a slot come first */
+		if (!topo_backend_usable(be) || be->id >= PROXY_MAX_IDS ||
+		    atomic_load(&w->e->be_waiting[be->id]) > 0)
 			continue;
 		for (size_t g = 0; g < w->nghosts; g++) {
 			struct client *gh = &w->ghosts[g];
 			int have = pool_count_user(w, be->id, gh->user) + gh->warming[be->id];
 			for (; have < min; have++) {
-				struct bconn *b = bconn_open(gh, be, be->role == ROLE_WRITER);
+				bool full;
+				struct bconn *b =
+				    bconn_open(gh, be, be->role == ROLE_WRITER, &full);
 				if (!b)
 					break;
 				gh->warming[be->id]++;
@@ -2585,6 +2919,12 @@ static void sweep(struct worker *w)
 		return;
 	w->last_sweep = now;
 	pool_sweep(w, now);
+	/* waits run out; the rest try again (a wake from another worker is
+	 * not needed for progress, only for speed) */
+	wait_expire(w, now);
+	if (w->wait_head)
+		waiters_run(w);
+	pool_yield(w);
 	pool_warm(w);
 	for (struct client *c = w->clients, *next; c; c = next) {
 		next = c->next;
@@ -2618,6 +2958,7 @@ static void *worker_main(void *arg)
 			case EV_WAKE:
 				if (read(w->wakefd, &v, sizeof(v)) < 0)
 					log_debug("proxy: wake: %s", strerror(errno));
+				w->kick = true; /* another worker freed a slot, or waits */
 				break;
 			case EV_CLIENT: {
 				struct client *c = (struct client *)t;
@@ -2634,6 +2975,10 @@ static void *worker_main(void *arg)
 				break;
 			}
 			}
+		}
+		if (w->kick && !w->stop) {
+			waiters_run(w);
+			pool_yield(w);
 		}
 		reap(w);
 		sweep(w);
@@ -2769,8 +3114,9 @@ static int worker_init(struct worker *w, struct proxy_engine *e, const char *add
 	return 0;
 }
 
-/* The caps above; tests make them small with MYSTEER_TEST_PS_PER_CONN and
- * MYSTEER_TEST_PS_PER_SESSION (test-only, not a config key). */
+/* The caps above and the pool wait's bound; tests make them small with
+ * MYSTEER_TEST_PS_PER_CONN, MYSTEER_TEST_PS_PER_SESSION and
+ * MYSTEER_TEST_POOL_WAIT_MS (test-only, not config keys). */
 static uint32_t ps_cap_env(const char *name, uint32_t dflt)
 {
 	const char *v = getenv(name);
@@ -2805,6 +3151,7 @@ struct proxy_engine *proxy_engine_start(const struct config *cfg, const char *ad
 	e->next_conn_id = 1;
 	e->ps_per_conn = ps_cap_env("MYSTEER_TEST_PS_PER_CONN", PS_PER_CONN);
 	e->ps_per_session = ps_cap_env("MYSTEER_TEST_PS_PER_SESSION", PS_PER_SESSION);
+	e->wait_ms = ps_cap_env("MYSTEER_TEST_POOL_WAIT_MS", POOL_WAIT_MS);
 	proxy_engine_reload(e, cfg);
 	e->workers = calloc((size_t)n, sizeof(*e->workers));
 	if (!e->workers || !e->users) {
@@ -2871,4 +3218,9 @@ void proxy_engine_pool(struct proxy_engine *e, uint32_t id, struct proxy_pool_st
 	ps->reused = atomic_load(&e->be_reused[id]);
 	ps->resets = atomic_load(&e->be_resets[id]);
 	ps->clean = atomic_load(&e->be_clean[id]);
+	ps->open = (int)atomic_load(&e->be_active[id]);
+	ps->max = atomic_load(&e->pool_max);
+	ps->waiting = atomic_load(&e->be_waiting[id]);
+	ps->waits = atomic_load(&e->be_waits[id]);
+	ps->wait_timeouts = atomic_load(&e->be_wait_timeouts[id]);
 }

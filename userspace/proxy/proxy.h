@@ -40,6 +40,11 @@ struct proxy_pool_stats {
 	uint64_t reused; /* pooled connections taken instead (per statement when multiplexed) */
 	uint64_t resets; /* COM_RESET_CONNECTIONs sent when parking */
 	uint64_t clean;  /* parked without one: only clean reads ran on it */
+	int open;        /* open connections now (idle, in use, warm, logging in) */
+	int max;         /* pool_max_per_backend: the cap of open */
+	int waiting;     /* sessions waiting now for a connection (open == max) */
+	uint64_t waits;  /* sessions that had to wait, since start */
+	uint64_t wait_timeouts; /* waits that ended with an ERR */
 };
 /* Pool figures of one backend id, summed over the workers. Thread-safe. */
 void proxy_engine_pool(struct proxy_engine *e, uint32_t id, struct proxy_pool_stats *ps);

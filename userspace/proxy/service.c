@@ -50,7 +50,8 @@ static void proxy_counters(uint32_t backend_id, struct backend_counters *c)
 }
 
 /* "pool": {"NAME": {"idle", "in_use", "opened", "reused", "resets",
- * "clean"}} per backend of the topology now. */
+ * "clean", "open", "max", "waiting", "waits", "wait_timeouts"}} per backend
+ * of the topology now. */
 static void pool_status(struct json_object *root)
 {
 	const struct topology *t = topo_current();
@@ -71,6 +72,12 @@ static void pool_status(struct json_object *root)
 		json_object_object_add(o, "reused", json_object_new_int64((int64_t)ps.reused));
 		json_object_object_add(o, "resets", json_object_new_int64((int64_t)ps.resets));
 		json_object_object_add(o, "clean", json_object_new_int64((int64_t)ps.clean));
+		json_object_object_add(o, "open", json_object_new_int(ps.open));
+		json_object_object_add(o, "max", json_object_new_int(ps.max));
+		json_object_object_add(o, "waiting", json_object_new_int(ps.waiting));
+		json_object_object_add(o, "waits", json_object_new_int64((int64_t)ps.waits));
+		json_object_object_add(o, "wait_timeouts",
+		                       json_object_new_int64((int64_t)ps.wait_timeouts));
 		json_object_object_add(pool, t->backends[i].name, o);
 	}
 	topo_put(t);
