@@ -144,6 +144,24 @@ check "the change line" grep -q "db1 address 10.99.99.1 -> 127.0.0.1 (host $NAME
 ms=$(wait_until 10 up_writer db1)
 check "db1 up and the writer at the new address (${ms} ms)" up_writer db1
 
+# --- a name that does not resolve when it is added ---------------------------
+# Not probed while it has no address (libmysqlclient would look the name up on
+# the daemon's loop, stalling every probe); found by the lookups off the loop.
+NAME3=mysteer-test-db3
+check "add db3 by a name that does not resolve" ctl add db3 "$NAME3:$P3" priority=300
+db3_down() { test "$(bfield db3 state)" = down; }
+wait_until 10 db3_down >/dev/null
+check_eq "db3 without an address is down" down "$(bfield db3 state)"
+check_eq "status: no address" None "$(bfield db3 address)"
+check "its error says the name does not resolve, not a connect error" \
+	sh -c "'$MYSTEERCTL' --socket '$T/admin.sock' --json status | grep -q 'cannot resolve $NAME3 (not probed until it does)'"
+echo "127.0.0.1 $NAME3" >>"$HOSTS"
+db3_up() { test "$(bfield db3 state)" = up && addr_is db3 127.0.0.1; }
+ms=$(wait_until "$FOLLOW_DEADLINE_S" db3_up)
+check "db3 up at 127.0.0.1 once the name resolves (${ms} ms)" db3_up
+measured "a name added unresolved: up ${ms} ms after it resolves"
+check "db1 stayed the writer meanwhile" up_writer db1
+
 # --- a backend removed while its lookup may be in flight ------------------------
 hosts_map 10.99.99.1
 sleep 1
@@ -151,6 +169,6 @@ sed -i "/^\[backend:db1\]/,/^priority = 100/d" "$T/mysteer.conf"
 check "reload removes db1 (lookups possibly in flight)" ctl reload
 sleep 2
 check "the daemon is still alive" kill -0 "$ITEST_DAEMON_PID"
-check_eq "db1 is gone" "['db2']" "$(status_json | json_get "[b['name'] for b in d['backends']]")"
+check_eq "db1 is gone" "['db2', 'db3']" "$(status_json | json_get "[b['name'] for b in d['backends']]")"
 
 itest_done

@@ -83,10 +83,23 @@ static struct cbe *find_id(struct controller *c, uint32_t id)
 	return NULL;
 }
 
+static void on_probe(void *arg, const struct probe_result *r);
+
 static void start_probe(struct cbe *b)
 {
 	if (!b->probe || probe_busy(b->probe))
 		return;
+	/* A name with no address yet: libmysqlclient would look it up inside its
+	 * connect, on this loop, blocking every other probe for as long as DNS
+	 * takes. Fail the probe here; the lookup runs off the loop. */
+	if (b->is_name && b->tb.addrlen == 0) {
+		struct probe_result r = {.connect_failed = true};
+
+		snprintf(r.error, sizeof(r.error), "cannot resolve %.100s (not probed until it does)",
+		         b->tb.host);
+		on_probe(b, &r);
+		return;
+	}
 	if (probe_start(b->probe, (unsigned)b->c->cfg->timeout_ms) < 0)
 		log_warn("%s: cannot start a probe", b->tb.name);
 }
@@ -200,7 +213,7 @@ static const char *addr_str(const struct sockaddr_storage *ss, socklen_t sslen, 
 }
 
 /* The numeric form of a resolved backend address, else its configured host
- * (the probe then reports the resolution error itself, every interval). */
+ * (never connected to while unresolved: start_probe fails it instead). */
 static const char *probe_host(const struct topo_backend *tb, char *buf, size_t len)
 {
 	const char *a = addr_str(&tb->addr, tb->addrlen, buf, len);
