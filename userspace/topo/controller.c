@@ -95,8 +95,8 @@ static void start_probe(struct cbe *b)
 	if (b->is_name && b->tb.addrlen == 0) {
 		struct probe_result r = {.connect_failed = true};
 
-		snprintf(r.error, sizeof(r.error), "cannot resolve %.100s (not probed until it does)",
-		         b->tb.host);
+		snprintf(r.error, sizeof(r.error),
+		         "cannot resolve %.100s (not probed until it does)", b->tb.host);
 		on_probe(b, &r);
 		return;
 	}
