@@ -98,6 +98,22 @@ check_eq "exec runs the command in the steered cgroup" "0::$cg" \
 	"$(ctl exec -- cat /proc/self/cgroup | grep '^0::')"
 check_eq "exec of a missing command: exit 1" 1 "$(rc_of exec -- /nonexistent/cmd)"
 
+# --- backend ids run out: said, not silent ------------------------------------------
+# Ids are never reused and the maps hold 256: add and remove one backend until
+# an id passes that, and the daemon must say what it means.
+past() { grep -q "db9: backend id 256 is past the 256" "$T/mysteerd.log"; }
+n=0
+while ! past && [ $n -lt 300 ]; do
+	ctl add db9 "127.0.0.1:$P3" >/dev/null 2>&1 && ctl remove db9 >/dev/null 2>&1 || break
+	n=$((n + 1))
+done
+measured "ids used up after $n add/remove pairs"
+check "the id past the maps' 256 is logged as such" past
+check "the daemon still answers after that" ctl status
+check "and the id after it too" ctl add db9 "127.0.0.1:$P3"
+check_eq "one warning each" 2 "$(grep -c 'db9: backend id 25[6-9] is past' "$T/mysteerd.log")"
+check "remove it" ctl remove db9
+
 # --- maps with the daemon down --------------------------------------------------------
 # SIGKILL leaves the pins in place, as a crashed daemon would.
 itest_daemon_stop KILL

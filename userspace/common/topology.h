@@ -20,6 +20,12 @@
 
 #define TOPO_NAME_MAX 64
 #define TOPO_HOST_MAX 256
+/* Backend ids the eBPF maps (MS_MAX_BACKENDS) and the 6450 pool's counters
+ * hold. Ids are never reused (a removed backend's sockets may still count
+ * against its id), so once a daemon has added or moved this many backends,
+ * the kernel paths steer nothing to later ones and the pool does not cap
+ * them, until it restarts. */
+#define TOPO_MAX_IDS 256
 
 enum be_role { ROLE_NONE = 0, ROLE_WRITER, ROLE_READER };
 enum be_health { HEALTH_UNKNOWN = 0, HEALTH_UP, HEALTH_DOWN };

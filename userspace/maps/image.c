@@ -52,6 +52,8 @@ static uint32_t backend_flags(const struct topo_backend *b, const struct ms_endp
 	return f;
 }
 
+_Static_assert(MS_MAX_BACKENDS == TOPO_MAX_IDS, "the controller warns past TOPO_MAX_IDS");
+
 /* A backend can be steered to only with an address and an id the maps hold. */
 static bool steerable(const struct topo_backend *b)
 {

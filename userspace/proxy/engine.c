@@ -54,7 +54,7 @@
 #define OUT_HIGH_WATER  (4u << 20) /* stop reading a backend past this */
 #define MAX_RETRIES     2
 #define SWEEP_MS        250
-#define PROXY_MAX_IDS   256
+#define PROXY_MAX_IDS   TOPO_MAX_IDS
 /* Prepared statements: per backend connection (server side, a pooled
  * connection must not eat the server's global max_prepared_stmt_count,
  * 16382 by default) and per client session (the proxy's memory). */
