@@ -231,10 +231,11 @@ static struct cbe *new_cbe(struct controller *c, const struct ctl_backend_spec *
 	b->c = c;
 	b->tb.id = c->next_id++;
 	if (b->tb.id >= TOPO_MAX_IDS)
-		log_warn("%s: backend id %u is past the %u the eBPF maps and the 6450 pool hold "
-		         "(ids are not reused): 6446/6447 steer nothing to it and the pool does not "
-		         "cap it until mysteerd restarts",
-		         s->name, b->tb.id, TOPO_MAX_IDS);
+		log_warn(
+		    "%s: backend id %u is past the %u the eBPF maps and the 6450 pool hold "
+		    "(ids are not reused): 6446/6447 steer nothing to it and the pool does not "
+		    "cap it until mysteerd restarts",
+		    s->name, b->tb.id, TOPO_MAX_IDS);
 	snprintf(b->tb.name, sizeof(b->tb.name), "%s", s->name);
 	snprintf(b->tb.host, sizeof(b->tb.host), "%s", s->host);
 	b->tb.port = s->port;
