@@ -1,6 +1,7 @@
 /*
  * resolver.c - see resolver.h.
  */
+#define _GNU_SOURCE /* pthread_timedjoin_np */
 #include "topo/resolver.h"
 
 #include <errno.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/evloop.h"
@@ -31,6 +33,7 @@ struct shared {
 	int refs;
 	bool stop;
 	bool worker; /* started */
+	pthread_t tid;
 	struct req *queue, **queue_tail;
 	struct req *done, **done_tail;
 	int efd;
@@ -189,6 +192,32 @@ fail:
 	return NULL;
 }
 
+/*
+ * An idle worker ends at once on stop: join it, so that it has released what
+ * glibc keeps per thread (its resolver state) before the caller goes on, and
+ * exits. One inside a slow lookup is left to end by itself (detached) rather
+ * than holding up a shutdown; it holds its own reference to what it uses.
+ */
+static void reap_worker(pthread_t tid)
+{
+	struct timespec until;
+	int rc;
+
+	if (clock_gettime(CLOCK_REALTIME, &until) == 0) {
+		until.tv_nsec += 500 * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		rc = pthread_timedjoin_np(tid, NULL, &until);
+		if (rc == 0)
+			return;
+	}
+	rc = pthread_detach(tid);
+	if (rc != 0)
+		log_warn("resolver: cannot detach the lookup thread: %s", strerror(rc));
+}
+
 void resolver_free(struct resolver *rs)
 {
 	if (!rs)
@@ -205,23 +234,18 @@ void resolver_free(struct resolver *rs)
 	sh->done = NULL;
 	sh->done_tail = &sh->done;
 	pthread_cond_signal(&sh->cond);
+	bool worker = sh->worker;
+	pthread_t tid = sh->tid;
 	shared_put_unlock(sh);
 	free(rs);
+	if (worker)
+		reap_worker(tid);
 }
 
+/* Joinable: resolver_free joins it, or detaches it when a lookup is slow. */
 static int start_worker(struct shared *sh)
 {
-	pthread_attr_t attr;
-	pthread_t t;
-	int rc;
-
-	if (pthread_attr_init(&attr) != 0)
-		return -1;
-	rc = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (rc == 0)
-		rc = pthread_create(&t, &attr, worker, sh);
-	pthread_attr_destroy(&attr);
-	return rc == 0 ? 0 : -1;
+	return pthread_create(&sh->tid, NULL, worker, sh) == 0 ? 0 : -1;
 }
 
 int resolver_submit(struct resolver *rs, uint32_t key, const char *host, uint16_t port)

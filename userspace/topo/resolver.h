@@ -13,9 +13,11 @@
  * cache answer at once; a dead DNS server is bounded by resolv.conf).
  *
  * The worker starts at the first request, so a configuration of numeric
- * addresses never has one. resolver_free() never waits for a lookup in
- * progress: the worker is detached, holds its own reference to the shared
- * state, and frees it when its lookup returns.
+ * addresses never has one. resolver_free() joins an idle worker (so glibc's
+ * per-thread resolver state is gone before the process exits, and valgrind
+ * has nothing to report), and waits at most 500 ms for one in a lookup: past
+ * that it detaches it; the worker holds its own reference to the shared state
+ * and frees it when its lookup returns.
  */
 #ifndef MYSTEER_RESOLVER_H
 #define MYSTEER_RESOLVER_H
