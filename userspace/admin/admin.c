@@ -140,14 +140,8 @@ static void backend_counters(struct admin *a, uint32_t id, struct backend_counte
 static json_object *addr_json(const struct topo_backend *b)
 {
 	char buf[INET6_ADDRSTRLEN];
-	const void *p = NULL;
-	if (b->addrlen && b->addr.ss_family == AF_INET)
-		p = &((const struct sockaddr_in *)&b->addr)->sin_addr;
-	else if (b->addrlen && b->addr.ss_family == AF_INET6)
-		p = &((const struct sockaddr_in6 *)&b->addr)->sin6_addr;
-	if (!p || !inet_ntop(b->addr.ss_family, p, buf, sizeof(buf)))
-		return NULL;
-	return jstr(buf);
+	const char *a = topo_addr_str(&b->addr, b->addrlen, buf, sizeof(buf));
+	return a ? jstr(a) : NULL;
 }
 
 static json_object *backend_json(struct admin *a, const struct topo_backend *b)

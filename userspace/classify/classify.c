@@ -493,13 +493,8 @@ static int select_option(const uint8_t *w, size_t n)
 	switch (n) {
 	case 3:
 		return ieq_ascii(w, "all", 3);
-	case 8: { /* DISTINCT, the common one: one load (word bytes | 0x20 fold case) */
-		uint64_t v, d;
-
-		memcpy(&v, w, 8);
-		memcpy(&d, "distinct", 8);
-		return (v | 0x2020202020202020ull) == d;
-	}
+	case 8:
+		return ieq_ascii(w, "distinct", 8);
 	case 9:
 		return ieq_ascii(w, "sql_cache", 9);
 	case 11:

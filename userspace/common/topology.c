@@ -6,6 +6,8 @@
  */
 #include "common/topology.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -83,6 +85,21 @@ const char *topo_state_name(const struct topo_backend *b)
 bool topo_backend_usable(const struct topo_backend *b)
 {
 	return b->health == HEALTH_UP && b->admin == ADMIN_ENABLED;
+}
+
+const char *topo_addr_str(const struct sockaddr_storage *ss, socklen_t sslen, char *buf, size_t len)
+{
+	const void *a = NULL;
+
+	if (sslen == 0)
+		return NULL;
+	if (ss->ss_family == AF_INET)
+		a = &((const struct sockaddr_in *)ss)->sin_addr;
+	else if (ss->ss_family == AF_INET6)
+		a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+	if (!a || !inet_ntop(ss->ss_family, a, buf, (socklen_t)len))
+		return NULL;
+	return buf;
 }
 
 static size_t add_readers(const struct topology *t, int *idx, size_t n, size_t max)

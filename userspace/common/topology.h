@@ -79,6 +79,10 @@ const char *topo_state_name(const struct topo_backend *b);
 
 /* A backend may get new connections of its role (up and enabled). */
 bool topo_backend_usable(const struct topo_backend *b);
+/* The numeric form of an address into buf (INET6_ADDRSTRLEN bytes do), NULL
+ * when there is none (len 0, another family). */
+const char *topo_addr_str(const struct sockaddr_storage *ss, socklen_t sslen, char *buf,
+                          size_t len);
 
 /*
  * Targets of a route now: for ROUTE_WRITER the writer; for ROUTE_READER the

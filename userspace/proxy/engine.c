@@ -219,7 +219,7 @@ struct proxy_engine {
 	size_t nusers;
 	int max_clients, handshake_timeout_ms;
 	uint32_t max_packet;
-	uint32_t ps_per_conn, ps_per_session; /* prepared statement caps (ps_cap_env) */
+	uint32_t ps_per_conn, ps_per_session; /* prepared statement caps (test_env_u32) */
 	_Atomic int ryw_mode, ryw_ms;
 	_Atomic int pool_max, pool_idle_ms, pool_min_idle;
 	_Atomic int nclients;
@@ -238,6 +238,7 @@ struct proxy_engine {
 	 * be_active counts against), sessions that had to wait, waits that
 	 * ran out */
 	_Atomic int be_waiting[PROXY_MAX_IDS];
+	_Atomic int waiting_total; /* be_waiting summed: 0 keeps pool_yield off */
 	_Atomic uint64_t be_waits[PROXY_MAX_IDS], be_wait_timeouts[PROXY_MAX_IDS];
 	uint32_t wait_ms; /* POOL_WAIT_MS (MYSTEER_TEST_POOL_WAIT_MS) */
 	_Atomic uint32_t next_conn_id;
@@ -267,6 +268,7 @@ struct worker {
 	/* sessions waiting for a connection, first come first served */
 	struct client *wait_head, *wait_tail;
 	int wait_n[PROXY_MAX_IDS]; /* of them, per backend id */
+	int nwaiting;              /* of them, in all */
 	bool kick;                 /* a slot or a pooled connection came free: serve them */
 };
 
@@ -874,7 +876,9 @@ static void wait_dequeue(struct client *c)
 		w->wait_tail = c->wait_prev;
 	c->wait_prev = c->wait_next = NULL;
 	w->wait_n[c->wait_id]--;
+	w->nwaiting--;
 	atomic_fetch_sub(&w->e->be_waiting[c->wait_id], 1);
+	atomic_fetch_sub(&w->e->waiting_total, 1);
 	c->waiting = false;
 }
 
@@ -2139,6 +2143,8 @@ static void wait_enqueue(struct client *c)
 		else
 			w->wait_head = c;
 		w->wait_tail = c;
+		w->nwaiting++;
+		atomic_fetch_add(&e->waiting_total, 1);
 		atomic_fetch_add(&e->be_waits[id], 1);
 		log_debug("proxy: a session of %s waits for a connection to %s "
 		          "(pool_max_per_backend = %d)",
@@ -2214,7 +2220,12 @@ static void wait_expire(struct worker *w, uint64_t now)
  * their slots can serve them. */
 static void pool_yield(struct worker *w)
 {
-	int freed[PROXY_MAX_IDS] = {0};
+	int freed[PROXY_MAX_IDS];
+
+	/* the usual case, checked before walking the pool after every batch */
+	if (atomic_load(&w->e->waiting_total) <= w->nwaiting)
+		return;
+	memset(freed, 0, sizeof(freed));
 
 	for (struct bconn *b = w->pool, *next; b; b = next) {
 		uint32_t id = b->backend_id;
@@ -2977,7 +2988,9 @@ static void *worker_main(void *arg)
 			}
 		}
 		if (w->kick && !w->stop) {
-			waiters_run(w);
+			w->kick = false;
+			if (w->wait_head)
+				waiters_run(w);
 			pool_yield(w);
 		}
 		reap(w);
@@ -3117,7 +3130,7 @@ static int worker_init(struct worker *w, struct proxy_engine *e, const char *add
 /* The caps above and the pool wait's bound; tests make them small with
  * MYSTEER_TEST_PS_PER_CONN, MYSTEER_TEST_PS_PER_SESSION and
  * MYSTEER_TEST_POOL_WAIT_MS (test-only, not config keys). */
-static uint32_t ps_cap_env(const char *name, uint32_t dflt)
+static uint32_t test_env_u32(const char *name, uint32_t dflt)
 {
 	const char *v = getenv(name);
 	char *end;
@@ -3149,9 +3162,9 @@ struct proxy_engine *proxy_engine_start(const struct config *cfg, const char *ad
 	e->handshake_timeout_ms = cfg->handshake_timeout_ms;
 	e->max_packet = cfg->max_packet_size;
 	e->next_conn_id = 1;
-	e->ps_per_conn = ps_cap_env("MYSTEER_TEST_PS_PER_CONN", PS_PER_CONN);
-	e->ps_per_session = ps_cap_env("MYSTEER_TEST_PS_PER_SESSION", PS_PER_SESSION);
-	e->wait_ms = ps_cap_env("MYSTEER_TEST_POOL_WAIT_MS", POOL_WAIT_MS);
+	e->ps_per_conn = test_env_u32("MYSTEER_TEST_PS_PER_CONN", PS_PER_CONN);
+	e->ps_per_session = test_env_u32("MYSTEER_TEST_PS_PER_SESSION", PS_PER_SESSION);
+	e->wait_ms = test_env_u32("MYSTEER_TEST_POOL_WAIT_MS", POOL_WAIT_MS);
 	proxy_engine_reload(e, cfg);
 	e->workers = calloc((size_t)n, sizeof(*e->workers));
 	if (!e->workers || !e->users) {

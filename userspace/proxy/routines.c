@@ -156,12 +156,7 @@ static void refresh(struct proxy_routines *p)
 	/* The address the controller resolved (a name may have moved since it
 	 * was configured), else the host as configured. */
 	const struct topo_backend *w = &t->backends[t->writer];
-	const void *ip = NULL;
-	if (w->addrlen && w->addr.ss_family == AF_INET)
-		ip = &((const struct sockaddr_in *)&w->addr)->sin_addr;
-	else if (w->addrlen && w->addr.ss_family == AF_INET6)
-		ip = &((const struct sockaddr_in6 *)&w->addr)->sin6_addr;
-	if (!ip || !inet_ntop(w->addr.ss_family, ip, host, sizeof(host)))
+	if (!topo_addr_str(&w->addr, w->addrlen, host, sizeof(host)))
 		snprintf(host, sizeof(host), "%s", w->host);
 	port = w->port;
 	topo_put(t);

@@ -195,28 +195,11 @@ static void free_cbe(struct controller *c, struct cbe *b)
 	free(b);
 }
 
-/* The numeric form of an address, NULL when there is none. */
-static const char *addr_str(const struct sockaddr_storage *ss, socklen_t sslen, char *buf,
-                            size_t len)
-{
-	const void *a = NULL;
-
-	if (sslen == 0)
-		return NULL;
-	if (ss->ss_family == AF_INET)
-		a = &((const struct sockaddr_in *)ss)->sin_addr;
-	else if (ss->ss_family == AF_INET6)
-		a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
-	if (!a || !inet_ntop(ss->ss_family, a, buf, (socklen_t)len))
-		return NULL;
-	return buf;
-}
-
 /* The numeric form of a resolved backend address, else its configured host
  * (never connected to while unresolved: start_probe fails it instead). */
 static const char *probe_host(const struct topo_backend *tb, char *buf, size_t len)
 {
-	const char *a = addr_str(&tb->addr, tb->addrlen, buf, len);
+	const char *a = topo_addr_str(&tb->addr, tb->addrlen, buf, len);
 	return a ? a : tb->host;
 }
 
@@ -400,7 +383,7 @@ static void on_resolved(void *arg, const struct resolver_result *r)
 		return; /* removed, or moved, while the lookup ran */
 	i--;
 	b->resolving = false;
-	was = addr_str(&b->tb.addr, b->tb.addrlen, wbuf, sizeof(wbuf));
+	was = topo_addr_str(&b->tb.addr, b->tb.addrlen, wbuf, sizeof(wbuf));
 	if (r->err) {
 		if (!b->resolve_failing)
 			log_warn("%s: cannot resolve %s: %s; keeping %s", b->tb.name, b->tb.host,
@@ -416,7 +399,7 @@ static void on_resolved(void *arg, const struct resolver_result *r)
 	for (size_t k = 0; k < r->naddrs; k++)
 		if (same_addr(&b->tb.addr, b->tb.addrlen, &r->addr[k], r->addrlen[k]))
 			return;
-	now = addr_str(&r->addr[0], r->addrlen[0], nbuf, sizeof(nbuf));
+	now = topo_addr_str(&r->addr[0], r->addrlen[0], nbuf, sizeof(nbuf));
 	log_info("%s address %s -> %s (host %s)", b->tb.name, was ? was : "none", now ? now : "?",
 	         b->tb.host);
 	move_backend(c, i, r);
