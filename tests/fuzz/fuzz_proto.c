@@ -32,10 +32,11 @@ static void fuzz_stream(const uint8_t *d, size_t n, uint32_t caps, enum resp_kin
 	}
 }
 
-/* The last_gtid filter: on any input it either declines or leaves an OK that
- * parses and no longer names last_gtid; in place gives the same bytes. */
-static void fuzz_drop(const uint8_t *d, size_t n, uint32_t caps)
+/* The tracking filter: on any input it either declines or leaves an OK that
+ * parses and no longer holds what it dropped; in place gives the same bytes. */
+static void fuzz_drop(const uint8_t *d, size_t n, uint32_t caps, bool state_change)
 {
+	const struct ok_state_drop what = {.sysvar = "last_gtid", .state_change = state_change};
 	uint8_t *out = malloc(n + 1), *inplace = malloc(n + 1);
 	struct ok_pkt ok;
 	char gtid[64];
@@ -44,12 +45,13 @@ static void fuzz_drop(const uint8_t *d, size_t n, uint32_t caps)
 	if (!out || !inplace)
 		goto done;
 	memcpy(inplace, d, n);
-	r = ok_drop_sysvar(out, d, n, caps, "last_gtid");
-	if (ok_drop_sysvar(inplace, inplace, n, caps, "last_gtid") != r)
+	r = ok_drop_state(out, d, n, caps, &what);
+	if (ok_drop_state(inplace, inplace, n, caps, &what) != r)
 		abort();
 	if (r > 0 && ((size_t)r >= n || memcmp(out, inplace, (size_t)r) ||
 	              ok_parse(out, (size_t)r, caps, &ok) < 0 ||
-	              ok_find_last_gtid(&ok, gtid, sizeof(gtid)) != 0))
+	              ok_find_last_gtid(&ok, gtid, sizeof(gtid)) != 0 ||
+	              (state_change && ok_state_changed(&ok) != 0)))
 		abort();
 done:
 	free(out);
@@ -80,9 +82,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		hsr_build(out, sizeof(out), &r);
 	if (hs_parse(data, size, &hs) == 0)
 		hs_build(out, sizeof(out), &hs);
-	if (ok_parse(data, size, caps, &ok) == 0)
+	if (ok_parse(data, size, caps, &ok) == 0) {
 		ok_find_last_gtid(&ok, gtid, sizeof(gtid));
-	fuzz_drop(data, size, caps);
+		ok_state_changed(&ok);
+	}
+	fuzz_drop(data, size, caps, (sel & 4) != 0);
 	err_parse(data, size, &e);
 	auth_switch_parse(data, size, plugin, sizeof(plugin), sw, &n);
 	if (pkt_whole(data, size, 1 << 20, &total, &payload, &seq) == 1) {

@@ -74,6 +74,18 @@ static int tracked(MYSQL *m, const char *name, char *val, size_t cap, int *nvars
 	return found;
 }
 
+/* Whether the last OK had a state-change entry (and the flag for it). */
+static int state_tracked(MYSQL *m)
+{
+	const char *d;
+	size_t n;
+	unsigned status = 0;
+
+	mariadb_get_infov(m, MARIADB_CONNECTION_SERVER_STATUS, &status);
+	return (status & SERVER_SESSION_STATE_CHANGED) &&
+	       !mysql_session_track_get_first(m, SESSION_TRACK_STATE_CHANGE, &d, &n);
+}
+
 /* A GTID as MariaDB writes it: domain-server-seqno, digits. */
 static int gtid_like(const char *g)
 {
@@ -151,6 +163,22 @@ int main(int argc, char **argv)
 	      "a variable the client tracks passes through");
 	check(run(m, "INSERT INTO t.k (v) VALUES ('trk3'); SET time_zone='+04:00'") == 0,
 	      "INSERT and SET in one multi-statement");
+	mysql_close(m);
+
+	/* the proxy's state-change tracking (session_track_state_change, which
+	 * it reads to keep a session on the writer after a routine changed its
+	 * state) stays hidden unless the client turned it on itself */
+	m = conn(port);
+	check(run(m, "CREATE OR REPLACE PROCEDURE t.pt_var() SET @pt = 1") == 0,
+	      "CREATE PROCEDURE t.pt_var");
+	check(run(m, "CALL t.pt_var()") == 0, "CALL t.pt_var() without asking");
+	check(!state_tracked(m), "a client that did not ask sees no state change after the CALL");
+	mysql_close(m);
+	m = conn(port);
+	check(run(m, "SET session_track_state_change = ON") == 0,
+	      "SET session_track_state_change = ON");
+	check(run(m, "SELECT 1") == 0 && run(m, "CALL t.pt_var()") == 0 && state_tracked(m),
+	      "a client that asked sees the state change of the CALL");
 	mysql_close(m);
 
 	/* asked for everything: '*' */

@@ -718,7 +718,8 @@ static const struct tcase_row rows[] = {
     {"CALL p()", W, RTN, 0},
     {"CALL p", W, RTN, 0},
     {"CALL db.p(1, 2)", W, RTN, 0},
-    {"call `db`.`p`(@a)", W, RTN | VR, 0},
+    {"call `db`.`p`(@a)", W, RTN | VR | VW, 0},
+    {"CALL p(1, @out)", W, RTN | VW, 0},
     {"CALL p(NOW())", W, RTN, 0},
     {"CALL", W, 0, 0},
     /* multi-statements */

@@ -271,6 +271,64 @@ static size_t build_ok_state(uint8_t *buf, size_t cap, uint8_t header, const uin
 	return wr_len(&w);
 }
 
+/* The state-change entry (session_track_state_change): found, and dropped
+ * alone or together with last_gtid while other variables stay. */
+START_TEST(drop_state_change)
+{
+	uint8_t st[128], buf[256], out[256];
+	const struct ok_state_drop both = {.sysvar = "last_gtid", .state_change = true};
+	const struct ok_state_drop sc = {.state_change = true};
+	struct wr w;
+	struct ok_pkt ok;
+	char gtid[32];
+	int n;
+
+	wr_init(&w, st, sizeof(st));
+	put_sysvar(&w, "time_zone", "+05:00");
+	put_entry(&w, TRACK_STATE_CHANGE,
+	          (const uint8_t *)"\x01"
+	                           "1",
+	          2);
+	put_sysvar(&w, "last_gtid", "0-1-42");
+	size_t len = build_ok_state(buf, sizeof(buf), 0x00, st, wr_len(&w));
+	ck_assert_int_eq(ok_parse(buf, len, PROXY_CAPS, &ok), 0);
+	ck_assert_int_eq(ok_state_changed(&ok), 1);
+	/* only the state change goes: last_gtid and time_zone stay */
+	n = ok_drop_state(out, buf, len, PROXY_CAPS, &sc);
+	ck_assert_int_eq(n, (int)len - 4);
+	ck_assert_int_eq(ok_parse(out, (size_t)n, PROXY_CAPS, &ok), 0);
+	ck_assert_int_eq(ok_state_changed(&ok), 0);
+	ck_assert_int_eq(ok_find_last_gtid(&ok, gtid, sizeof(gtid)), 1);
+	ck_assert_str_eq(gtid, "0-1-42");
+	ck_assert_uint_eq(ok.status & SST_SESSION_STATE_CHANGED, SST_SESSION_STATE_CHANGED);
+	/* both of the proxy's entries go, in place: time_zone alone is left */
+	n = ok_drop_state(buf, buf, len, PROXY_CAPS, &both);
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(ok_parse(buf, (size_t)n, PROXY_CAPS, &ok), 0);
+	ck_assert_int_eq(ok_state_changed(&ok), 0);
+	ck_assert_int_eq(ok_find_last_gtid(&ok, gtid, sizeof(gtid)), 0);
+	ck_assert_ptr_nonnull(ok.state);
+	/* an OK with nothing to drop is left alone */
+	ck_assert_int_eq(ok_drop_state(out, buf, (size_t)n, PROXY_CAPS, &both), 0);
+	/* a state-change entry alone: dropping it clears the flag */
+	wr_init(&w, st, sizeof(st));
+	put_entry(&w, TRACK_STATE_CHANGE,
+	          (const uint8_t *)"\x01"
+	                           "1",
+	          2);
+	len = build_ok_state(buf, sizeof(buf), 0xfe, st, wr_len(&w));
+	n = ok_drop_state(out, buf, len, PROXY_CAPS, &sc);
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(ok_parse(out, (size_t)n, PROXY_CAPS, &ok), 0);
+	ck_assert_ptr_null(ok.state);
+	ck_assert_uint_eq(ok.status & SST_SESSION_STATE_CHANGED, 0);
+	/* a truncated entry is malformed */
+	ck_assert_int_eq(ok_parse(buf, len, PROXY_CAPS, &ok), 0);
+	ok.state_len--;
+	ck_assert_int_eq(ok_state_changed(&ok), -1);
+}
+END_TEST
+
 START_TEST(drop_last_gtid_only)
 {
 	uint8_t st[64], buf[128], out[128];
@@ -588,6 +646,7 @@ int main(void)
 	tcase_add_test(tc, drop_last_gtid_keeps_others);
 	tcase_add_test(tc, drop_last_gtid_shrinks_length);
 	tcase_add_test(tc, drop_last_gtid_odd);
+	tcase_add_test(tc, drop_state_change);
 	tcase_add_test(tc, resp_text_resultset);
 	tcase_add_test(tc, resp_warnings);
 	tcase_add_test(tc, resp_err_and_prepare);

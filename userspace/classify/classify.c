@@ -949,6 +949,10 @@ static void parse_call(struct ps *s)
 	else
 		set_token(s, CLS_WRITE, CLS_R_CALL);
 	scan_body(s, M_CALLS, false);
+	/* CALL p(@v): an OUT or INOUT parameter assigns @v on the connection
+	 * that ran it, and the server's session tracking does not report it */
+	if (s->flags & CLS_F_USER_VAR_READ)
+		s->flags |= CLS_F_USER_VAR_WRITE;
 }
 
 static bool is_query_start(const struct ps *s)

@@ -26,6 +26,7 @@
 #include "proxy/proxy.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <openssl/sha.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -179,6 +180,9 @@ struct bconn {
 	uint64_t serial;         /* unique in the worker: statement ids are per connection */
 	struct pstmt *prep_ps;   /* the last internal command is a PREPARE of this */
 	bool tracking_gtid;      /* last_gtid added to session_track_system_variables */
+	bool tracking_state;     /* session_track_state_change = ON (the proxy's) */
+	bool state_changed;      /* the client's command in flight reported a state change */
+	bool state_tracked;      /* and was sent with tracking_state on */
 	bool gtid_wait, gtid_ok; /* a MASTER_GTID_WAIT holds the client's command back */
 	bool trans_open;         /* its last answer said: in a transaction or autocommit off */
 	bool keep;               /* holds session state the history cannot rebuild (keeps_state) */
@@ -691,6 +695,7 @@ static void pool_park(struct client *c, struct bconn *b)
 		b->pool_has_db = c->db[0] != 0;
 		b->serial = ++w->next_serial; /* the reset closed its prepared statements */
 		b->tracking_gtid = false;
+		b->tracking_state = false;
 		b->waited_gtid[0] = 0;
 		b->prep_ps = NULL;
 		b->trans_open = false; /* the reset rolls back and restores autocommit */
@@ -953,6 +958,29 @@ static bool keeps_state(const struct client *c, const struct bconn *b)
 		return true;
 	return c->cur_reason == CLS_R_ADMIN || c->cur_reason == CLS_R_CALL ||
 	       c->cur_reason == CLS_R_UNKNOWN_FUNCTION || c->cur_reason == CLS_R_NOT_UNDERSTOOD;
+}
+
+/*
+ * Whether the statement just answered on the writer left session state there
+ * that the history cannot rebuild and the classifier could not see: the
+ * server's session tracking reported a state change (user variables,
+ * temporary tables, session variables set inside a routine) for a statement
+ * that is not one the history replays. Without session tracking on the
+ * connection, and after a routine that failed part way, a routine call
+ * counts as such a change. The session then stays on the writer, like after
+ * CREATE TEMPORARY TABLE. Named locks taken inside a routine are not
+ * reported by the server and are not seen.
+ */
+static bool state_pins(const struct client *c, const struct bconn *b)
+{
+	bool routine;
+
+	if (!b->writer || !c->cur_classified || c->cur_hist || c->cur_tok == CLS_SESSION)
+		return false;
+	if (b->state_changed)
+		return true;
+	routine = c->cur_reason == CLS_R_CALL || c->cur_reason == CLS_R_UNKNOWN_FUNCTION;
+	return routine && (!b->state_tracked || b->rt.saw_err);
 }
 
 /* Between statements: back to the pool (reset there, so it is clean for the
@@ -1368,6 +1396,43 @@ static const uint8_t *sets_tracking(const uint8_t *p, size_t n)
 	return find_icase(p + 1, n - 1, "session_track_system_variables");
 }
 
+/* A statement of the session's history that sets session_track_state_change. */
+static const uint8_t *sets_state_tracking(const uint8_t *p, size_t n)
+{
+	if (n < 1 || p[0] != COM_QUERY)
+		return NULL;
+	return find_icase(p + 1, n - 1, "session_track_state_change");
+}
+
+/*
+ * Whether the client itself turned session_track_state_change on: the last
+ * SET of it in the history gives ON, 1 or TRUE. Otherwise the state-change
+ * entries the writer reports are the proxy's own.
+ */
+static bool client_tracks_state(const struct client *c)
+{
+	static const char *const on[] = {"on", "1", "true"};
+
+	for (size_t i = c->nhist; i-- > 0;) {
+		const struct hist *h = &c->hist[i];
+		const uint8_t *at = sets_state_tracking(h->p, h->n), *end = h->p + h->n;
+
+		if (!at)
+			continue;
+		at += strlen("session_track_state_change");
+		while (at < end && (*at == ' ' || *at == '=' || *at == '\t' || *at == '\n'))
+			at++;
+		for (size_t k = 0; k < sizeof(on) / sizeof(on[0]); k++) {
+			size_t l = strlen(on[k]);
+			if ((size_t)(end - at) >= l && !strncasecmp((const char *)at, on[k], l) &&
+			    ((size_t)(end - at) == l || !isalnum((unsigned char)at[l])))
+				return true;
+		}
+		return false;
+	}
+	return false;
+}
+
 /*
  * Whether the client asked for last_gtid in its session-state information:
  * the last SET of session_track_system_variables in its history names it, or
@@ -1389,19 +1454,25 @@ static bool client_tracks_gtid(const struct client *c)
 }
 
 /*
- * Hides the proxy's last_gtid tracking from a client that did not ask for it:
- * p is a whole OK packet (header included; the response tracker holds OKs
- * back until they are whole), rewritten in place. Returns the payload length
- * to forward; an OK that does not parse goes on as it is.
+ * Hides the proxy's own tracking from a client that did not ask for it: the
+ * last_gtid variable and the state-change entry. p is a whole OK packet
+ * (header included; the response tracker holds OKs back until they are
+ * whole), rewritten in place. Returns the payload length to forward; an OK
+ * that does not parse goes on as it is.
  */
-static size_t hide_gtid(const struct bconn *b, uint8_t *p, size_t n, uint8_t seq)
+static size_t hide_tracking(const struct bconn *b, uint8_t *p, size_t n, uint8_t seq)
 {
+	struct ok_state_drop what = {0};
 	char gtid[64];
 	int r;
 
-	if (ok_find_last_gtid(&b->rt.last_ok, gtid, sizeof(gtid)) == 0 || client_tracks_gtid(b->c))
+	if (ok_find_last_gtid(&b->rt.last_ok, gtid, sizeof(gtid)) != 0 && !client_tracks_gtid(b->c))
+		what.sysvar = "last_gtid";
+	if (ok_state_changed(&b->rt.last_ok) != 0 && !client_tracks_state(b->c))
+		what.state_change = true;
+	if (!what.sysvar && !what.state_change)
 		return n;
-	r = ok_drop_sysvar(p + PKT_HDR, p + PKT_HDR, n, b->caps, "last_gtid");
+	r = ok_drop_state(p + PKT_HDR, p + PKT_HDR, n, b->caps, &what);
 	if (r <= 0)
 		return n;
 	pkt_put_hdr(p, (uint32_t)r, seq);
@@ -1467,11 +1538,13 @@ again:
 		if (b->writer && b->rt.last_ok.state &&
 		    ok_find_last_gtid(&b->rt.last_ok, c->last_gtid, sizeof(c->last_gtid)) < 0)
 			c->last_gtid[0] = 0;
+		if (b->rt.last_ok.state && !b->frag_drop && ok_state_changed(&b->rt.last_ok) != 0)
+			b->state_changed = true;
 		if (b->gtid_wait && before == RS_ROWS && st == RS_ROWS && take >= 2)
 			b->gtid_ok = p[PKT_HDR] == 1 && p[PKT_HDR + 1] == '0';
 		size_t fwd = take;
 		if (b->rt.last_ok.state && !b->frag_drop && take == f.len && f.len < PKT_MAX_FRAG)
-			fwd = hide_gtid(b, p, take, f.seq);
+			fwd = hide_tracking(b, p, take, f.seq);
 		forward(b, p, PKT_HDR + fwd);
 		buf_consume(&b->in, PKT_HDR + take);
 		b->frag_left = f.len - (uint32_t)take;
@@ -1522,6 +1595,13 @@ static void on_answer_done(struct client *c, struct bconn *b)
 		/* The server knows best whether a transaction is open. */
 		c->in_trans = (st & SST_IN_TRANS) != 0;
 		c->autocommit_off = !(st & SST_AUTOCOMMIT);
+	}
+	if (state_pins(c, b)) {
+		if (!c->pin_writer)
+			log_debug("proxy: session state changed by a statement of %s on %s: it "
+			          "stays on the writer from now on",
+			          c->user, b->name);
+		c->pin_writer = true;
 	}
 	if (keeps_state(c, b)) {
 		if (!b->keep)
@@ -2020,6 +2100,24 @@ static int gtid_prologue(struct client *c, struct bconn *b)
 	return 1;
 }
 
+/*
+ * Writer connections report when a statement changed session state the
+ * history cannot rebuild (user variables, temporary tables or session
+ * variables set inside a stored routine): session_track_state_change, read by
+ * state_pins(). Needs CLIENT_SESSION_TRACK on the connection.
+ */
+static int state_prologue(const struct client *c, struct bconn *b)
+{
+	/* before its login the connection's caps are not known yet: they will
+	 * be the client's, as far as the server has them (bconn_login) */
+	uint32_t caps = b->st == B_READY ? b->caps : c->caps;
+
+	if (!b->writer || b->tracking_state || !(caps & CAP_SESSION_TRACK))
+		return 0;
+	b->tracking_state = true;
+	return queue_query(b, "SET session_track_state_change = ON");
+}
+
 /* Queues the session history this connection has not seen, then the command. */
 static int send_cmd(struct client *c, struct bconn *b)
 {
@@ -2037,7 +2135,11 @@ static int send_cmd(struct client *c, struct bconn *b)
 		b->dirty = true;
 		if (sets_tracking(h->p, h->n))
 			b->tracking_gtid = false; /* the client's list replaced the proxy's */
+		if (sets_state_tracking(h->p, h->n))
+			b->tracking_state = false;
 	}
+	if (state_prologue(c, b) < 0)
+		return -1;
 	if (c->w->e->ryw_mode == RYW_GTID) {
 		int r = gtid_prologue(c, b);
 		if (r != 0)
@@ -2057,8 +2159,12 @@ static int send_cmd(struct client *c, struct bconn *b)
 	 * adds it again */
 	if (c->cur_hist && sets_tracking(p, n))
 		b->tracking_gtid = false;
+	if (c->cur_hist && sets_state_tracking(p, n))
+		b->tracking_state = false;
 	if (c->cur_hist)
 		b->hist_applied = c->nhist;
+	b->state_changed = false;
+	b->state_tracked = b->tracking_state;
 	resp_init(&b->rt, next_kind(b), b->caps);
 	b->awaiting = true;
 	b->frag_left = 0;

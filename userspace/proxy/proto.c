@@ -551,7 +551,7 @@ int ok_find_last_gtid(const struct ok_pkt *ok, char *gtid, size_t cap)
 		data = rd_lenenc_str(&r, &dlen);
 		if (!data)
 			return -1;
-		if (type != 0) /* SESSION_TRACK_SYSTEM_VARIABLES */
+		if (type != TRACK_SYSVARS)
 			continue;
 		rd_init(&d, data, dlen);
 		name = rd_lenenc_str(&d, &nlen);
@@ -564,6 +564,24 @@ int ok_find_last_gtid(const struct ok_pkt *ok, char *gtid, size_t cap)
 			copy_str(gtid, cap, (const char *)val, vlen);
 			return 1;
 		}
+	}
+	return 0;
+}
+
+int ok_state_changed(const struct ok_pkt *ok)
+{
+	struct rd r;
+	size_t dlen;
+
+	if (!ok->state)
+		return 0;
+	rd_init(&r, ok->state, ok->state_len);
+	while (rd_left(&r) > 0) {
+		uint8_t type = (uint8_t)rd_int(&r, 1);
+		if (!rd_lenenc_str(&r, &dlen))
+			return -1;
+		if (type == TRACK_STATE_CHANGE)
+			return 1;
 	}
 	return 0;
 }
@@ -584,9 +602,21 @@ static int sysvar_is(const uint8_t *data, size_t dlen, const char *name)
 	return nlen == strlen(name) && !memcmp(n, name, nlen);
 }
 
+/* Whether a state entry goes: a system variable entry (type 0) naming
+ * drop->sysvar, or a state-change entry (type 2) when drop->state_change.
+ * Returns 1 or 0, -1 when malformed. */
+static int state_drops(uint8_t type, const uint8_t *data, size_t dlen,
+                       const struct ok_state_drop *drop)
+{
+	if (type == TRACK_SYSVARS && drop->sysvar)
+		return sysvar_is(data, dlen, drop->sysvar);
+	return type == TRACK_STATE_CHANGE && drop->state_change;
+}
+
 /* Walks the state entries: the bytes the kept ones take, and how many go.
  * Returns -1 when an entry is malformed. */
-static int state_measure(const struct ok_pkt *ok, const char *name, size_t *kept, size_t *drop)
+static int state_measure(const struct ok_pkt *ok, const struct ok_state_drop *what, size_t *kept,
+                         size_t *drop)
 {
 	struct rd r;
 	const uint8_t *start, *data;
@@ -601,7 +631,7 @@ static int state_measure(const struct ok_pkt *ok, const char *name, size_t *kept
 		data = rd_lenenc_str(&r, &dlen);
 		if (!data)
 			return -1;
-		is = type == 0 ? sysvar_is(data, dlen, name) : 0;
+		is = state_drops(type, data, dlen, what);
 		if (is < 0)
 			return -1;
 		if (is)
@@ -625,7 +655,7 @@ static size_t ok_status_off(const uint8_t *p, size_t len)
 }
 
 /* Copies the kept entries down to out; they were validated by state_measure. */
-static uint8_t *state_copy(uint8_t *out, const struct ok_pkt *ok, const char *name)
+static uint8_t *state_copy(uint8_t *out, const struct ok_pkt *ok, const struct ok_state_drop *what)
 {
 	struct rd r;
 	const uint8_t *start, *data;
@@ -636,7 +666,7 @@ static uint8_t *state_copy(uint8_t *out, const struct ok_pkt *ok, const char *na
 		start = r.p;
 		uint8_t type = (uint8_t)rd_int(&r, 1);
 		data = rd_lenenc_str(&r, &dlen);
-		if (type == 0 && sysvar_is(data, dlen, name) == 1)
+		if (state_drops(type, data, dlen, what) == 1)
 			continue;
 		memmove(out, start, (size_t)(r.p - start));
 		out += r.p - start;
@@ -644,7 +674,8 @@ static uint8_t *state_copy(uint8_t *out, const struct ok_pkt *ok, const char *na
 	return out;
 }
 
-int ok_drop_sysvar(uint8_t *dst, const uint8_t *p, size_t len, uint32_t caps, const char *name)
+int ok_drop_state(uint8_t *dst, const uint8_t *p, size_t len, uint32_t caps,
+                  const struct ok_state_drop *what)
 {
 	struct ok_pkt ok;
 	size_t kept, drop, pre, tail, off;
@@ -656,7 +687,7 @@ int ok_drop_sysvar(uint8_t *dst, const uint8_t *p, size_t len, uint32_t caps, co
 		return -1;
 	if (!ok.state || !ok.info)
 		return 0;
-	if (state_measure(&ok, name, &kept, &drop) < 0)
+	if (state_measure(&ok, what, &kept, &drop) < 0)
 		return -1;
 	if (drop == 0)
 		return 0;
@@ -673,11 +704,18 @@ int ok_drop_sysvar(uint8_t *dst, const uint8_t *p, size_t len, uint32_t caps, co
 		wr_init(&w, lenbuf, sizeof(lenbuf));
 		wr_lenenc(&w, kept);
 		memmove(out, lenbuf, wr_len(&w));
-		out = state_copy(out + wr_len(&w), &ok, name);
+		out = state_copy(out + wr_len(&w), &ok, what);
 	}
 	memmove(out, ok.state + ok.state_len, tail);
 	out += tail;
 	return (int)(out - dst);
+}
+
+int ok_drop_sysvar(uint8_t *dst, const uint8_t *p, size_t len, uint32_t caps, const char *name)
+{
+	const struct ok_state_drop what = {.sysvar = name};
+
+	return ok_drop_state(dst, p, len, caps, &what);
 }
 
 /* ---- responses ---- */

@@ -237,15 +237,36 @@ int eof_build(uint8_t *dst, size_t cap, uint16_t warnings, uint16_t status);
  */
 int ok_find_last_gtid(const struct ok_pkt *ok, char *gtid, size_t cap);
 
+/* Session-state information entry types (the OK packet's state field). */
+#define TRACK_SYSVARS      0 /* SESSION_TRACK_SYSTEM_VARIABLES */
+#define TRACK_STATE_CHANGE 2 /* SESSION_TRACK_STATE_CHANGE */
+
 /*
- * Removes every session-track system variable entry (type 0) naming `name`
- * from the OK packet payload p (0x00 or, under DEPRECATE_EOF, 0xfe header),
- * fixing the state length and clearing SERVER_SESSION_STATE_CHANGED when no
- * state is left. Writes the result to dst, which may be p: it is never longer
- * and every byte only moves down. Returns the new payload length when an entry
- * went, 0 when there is none, -1 when p is not a well-formed OK; on 0 and -1
- * dst is untouched and p is to be forwarded as it is.
+ * Whether the OK packet's state information has a state-change entry
+ * (session_track_state_change: the statement changed user variables,
+ * temporary tables, session variables, ...). 1 or 0, -1 when malformed.
  */
+int ok_state_changed(const struct ok_pkt *ok);
+
+/* What ok_drop_state removes: system variable entries naming sysvar (NULL:
+ * none), and the state-change entry when state_change is set. */
+struct ok_state_drop {
+	const char *sysvar;
+	bool state_change;
+};
+
+/*
+ * Removes the session-state entries `what` names from the OK packet payload p
+ * (0x00 or, under DEPRECATE_EOF, 0xfe header), fixing the state length and
+ * clearing SERVER_SESSION_STATE_CHANGED when no state is left. Writes the
+ * result to dst, which may be p: it is never longer and every byte only moves
+ * down. Returns the new payload length when an entry went, 0 when there is
+ * none, -1 when p is not a well-formed OK; on 0 and -1 dst is untouched and p
+ * is to be forwarded as it is.
+ */
+int ok_drop_state(uint8_t *dst, const uint8_t *p, size_t len, uint32_t caps,
+                  const struct ok_state_drop *what);
+/* ok_drop_state of the system variable entries naming `name` only. */
 int ok_drop_sysvar(uint8_t *dst, const uint8_t *p, size_t len, uint32_t caps, const char *name);
 
 /* ---- responses ---- */
