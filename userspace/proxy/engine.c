@@ -2066,22 +2066,47 @@ static int queue_query(struct bconn *b, const char *sql)
 }
 
 /*
- * read_your_writes = gtid: writer connections report last_gtid in their OK
- * packets; a read on a replica first waits there for the session's last
- * GTID. Returns 1 when a wait was queued and the command is held back, 0 to
- * go on, -1 on error.
+ * The proxy's session tracking on a writer connection, in one internal SET
+ * before the first statement and again after a reset:
+ * - session_track_state_change: the server reports when a statement changed
+ *   session state the history cannot rebuild (user variables, temporary
+ *   tables or session variables set inside a stored routine), read by
+ *   state_pins(). Needs CLIENT_SESSION_TRACK on the connection.
+ * - read_your_writes = gtid: last_gtid in session_track_system_variables, so
+ *   the writer's OK packets carry the session's last GTID.
+ */
+static int track_prologue(const struct client *c, struct bconn *b)
+{
+	/* before its login the connection's caps are not known yet: they will
+	 * be the client's, as far as the server has them (bconn_login) */
+	uint32_t caps = b->st == B_READY ? b->caps : c->caps;
+	bool state = !b->tracking_state && (caps & CAP_SESSION_TRACK);
+	bool gtid = !b->tracking_gtid && c->w->e->ryw_mode == RYW_GTID;
+	char q[160];
+
+	if (!b->writer || (!state && !gtid))
+		return 0;
+	b->tracking_state |= state;
+	b->tracking_gtid |= gtid;
+	snprintf(q, sizeof(q), "SET %s%s%s", state ? "session_track_state_change = ON" : "",
+	         state && gtid ? ", " : "",
+	         gtid ? "session_track_system_variables = "
+	                "CONCAT(@@session_track_system_variables, ',last_gtid')"
+	              : "");
+	return queue_query(b, q);
+}
+
+/*
+ * read_your_writes = gtid: a read on a replica first waits there for the
+ * session's last GTID (which writer connections report, track_prologue).
+ * Returns 1 when a wait was queued and the command is held back, 0 to go
+ * on, -1 on error.
  */
 static int gtid_prologue(struct client *c, struct bconn *b)
 {
 	struct proxy_engine *e = c->w->e;
 	char q[200];
 
-	if (b->writer && !b->tracking_gtid) {
-		b->tracking_gtid = true;
-		if (queue_query(b, "SET session_track_system_variables = "
-		                   "CONCAT(@@session_track_system_variables, ',last_gtid')") < 0)
-			return -1;
-	}
 	if (b->writer || c->route != R_READER || !gtid_text_ok(c->last_gtid) ||
 	    !strcmp(b->waited_gtid, c->last_gtid))
 		return 0;
@@ -2098,24 +2123,6 @@ static int gtid_prologue(struct client *c, struct bconn *b)
 	c->fwd_started = false;
 	c->st = C_BUSY;
 	return 1;
-}
-
-/*
- * Writer connections report when a statement changed session state the
- * history cannot rebuild (user variables, temporary tables or session
- * variables set inside a stored routine): session_track_state_change, read by
- * state_pins(). Needs CLIENT_SESSION_TRACK on the connection.
- */
-static int state_prologue(const struct client *c, struct bconn *b)
-{
-	/* before its login the connection's caps are not known yet: they will
-	 * be the client's, as far as the server has them (bconn_login) */
-	uint32_t caps = b->st == B_READY ? b->caps : c->caps;
-
-	if (!b->writer || b->tracking_state || !(caps & CAP_SESSION_TRACK))
-		return 0;
-	b->tracking_state = true;
-	return queue_query(b, "SET session_track_state_change = ON");
 }
 
 /* Queues the session history this connection has not seen, then the command. */
@@ -2138,7 +2145,7 @@ static int send_cmd(struct client *c, struct bconn *b)
 		if (sets_state_tracking(h->p, h->n))
 			b->tracking_state = false;
 	}
-	if (state_prologue(c, b) < 0)
+	if (track_prologue(c, b) < 0)
 		return -1;
 	if (c->w->e->ryw_mode == RYW_GTID) {
 		int r = gtid_prologue(c, b);
