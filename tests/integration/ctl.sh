@@ -98,21 +98,69 @@ check_eq "exec runs the command in the steered cgroup" "0::$cg" \
 	"$(ctl exec -- cat /proc/self/cgroup | grep '^0::')"
 check_eq "exec of a missing command: exit 1" 1 "$(rc_of exec -- /nonexistent/cmd)"
 
-# --- backend ids run out: said, not silent ------------------------------------------
-# Ids are never reused and the maps hold 256: add and remove one backend until
-# an id passes that, and the daemon must say what it means.
-past() { grep -q "db9: backend id 256 is past the 256" "$T/mysteerd.log"; }
+# --- backend ids: reused, and said when none is free -----------------------------
+# The maps and the 6450 pool hold 256 ids. An id given back (remove, a
+# changed address) goes to a new backend once MYSTEER_TEST_ID_REUSE_MS passed
+# and nothing holds it. First with a wait longer than the test: add/remove
+# pairs use every id up, and the daemon must say what that means.
+pair() { ctl add "$1" "127.0.0.1:$P3" >/dev/null 2>&1 && ctl remove "$1" >/dev/null 2>&1; }
+log_since() { tail -n +"$((mark + 1))" "$T/mysteerd.log"; }
+itest_daemon_stop TERM
+mark=$(wc -l <"$T/mysteerd.log")
+export MYSTEER_TEST_ID_REUSE_MS=600000
+itest_daemon_start "$T/mysteer.conf" || exit 1
+nofree() { log_since | grep -q "db9: no backend id is free"; }
 n=0
-while ! past && [ $n -lt 300 ]; do
-	ctl add db9 "127.0.0.1:$P3" >/dev/null 2>&1 && ctl remove db9 >/dev/null 2>&1 || break
+while ! nofree && [ $n -lt 300 ]; do
+	pair db9 || break
 	n=$((n + 1))
 done
-measured "ids used up after $n add/remove pairs"
-check "the id past the maps' 256 is logged as such" past
+measured "ids used up after $n add/remove pairs (reuse after 600 s)"
+check_eq "the 253 fresh ids used once, the 254th add finds none free" 254 "$n"
+check "no free id is logged as such" nofree
 check "the daemon still answers after that" ctl status
-check "and the id after it too" ctl add db9 "127.0.0.1:$P3"
-check_eq "one warning each" 2 "$(grep -c 'db9: backend id 25[6-9] is past' "$T/mysteerd.log")"
-check "remove it" ctl remove db9
+
+# Then with a short wait: ids come back, the one given back longest ago
+# first, and what the maps count for it starts again from zero.
+itest_daemon_stop TERM
+mark=$(wc -l <"$T/mysteerd.log")
+export MYSTEER_TEST_ID_REUSE_MS=300
+itest_daemon_start "$T/mysteer.conf" || exit 1
+unset MYSTEER_TEST_ID_REUSE_MS
+wait_until 15 topology_is db1 "db2 db3" >/dev/null
+maps_field() { # ID KEY
+	"$MYSTEERCTL" -c "$T/mysteer.conf" --json maps |
+		json_get "[b['$2'] for b in d['backends'] if b['id']==$1][0]"
+}
+ro_port() { ctl exec -- mariadb --no-defaults -h127.0.0.1 -P6447 -uapp -papp -N -B \
+	-e 'SELECT @@port' 2>/dev/null; }
+ctl set db2 weight=0 >/dev/null && ctl set db3 weight=0 >/dev/null
+ctl add db9 "127.0.0.1:$P3" >/dev/null
+wait_until 15 topology_is db1 "db2 db3 db9" >/dev/null
+for i in 1 2 3; do ro_port >/dev/null; done
+id9=$("$MYSTEERCTL" -c "$T/mysteer.conf" --json maps | json_get "max(b['id'] for b in d['backends'])")
+check_eq "db9 (newest, id $id9) counted the 3 connections steered to it" 3 "$(maps_field "$id9" steered)"
+ctl remove db9 >/dev/null
+n=0
+while [ $n -lt 300 ]; do
+	ctl add db9 "127.0.0.1:$P3" >/dev/null 2>&1 || break
+	log_since | grep -q "db9: backend id [0-9]* (given back" && break
+	ctl remove db9 >/dev/null 2>&1 || break
+	n=$((n + 1))
+done
+reused=$(log_since | sed -n 's/^.*db9: backend id \([0-9]*\) (given back.*$/\1/p' | head -n 1)
+measured "an id came back after $n add/remove pairs: id $reused"
+check "an id is reused once the fresh ones are used up" [ -n "$reused" ]
+check_eq "the id given back longest ago first: db9's first one" "$id9" "$reused"
+check_eq "no id ran out with reuse" 0 "$(log_since | grep -c 'no backend id is free')"
+wait_until 15 topology_is db1 "db2 db3 db9" >/dev/null
+check_eq "the reused id's maps entry is db9's address" "127.0.0.1:$P3" "$(maps_field "$reused" address)"
+check_eq "its steered count starts again from zero" 0 "$(maps_field "$reused" steered)"
+check_eq "a 6447 connection is steered to it" "$P3" "$(ro_port)"
+check_eq "and counted there" 1 "$(maps_field "$reused" steered)"
+check "the daemon still answers" ctl status
+ctl remove db9 >/dev/null
+ctl reset db2 >/dev/null && ctl reset db3 >/dev/null
 
 # --- maps with the daemon down --------------------------------------------------------
 # SIGKILL leaves the pins in place, as a crashed daemon would.

@@ -21,10 +21,10 @@
 #define TOPO_NAME_MAX 64
 #define TOPO_HOST_MAX 256
 /* Backend ids the eBPF maps (MS_MAX_BACKENDS) and the 6450 pool's counters
- * hold. Ids are never reused (a removed backend's sockets may still count
- * against its id), so once a daemon has added or moved this many backends,
- * the kernel paths steer nothing to later ones and the pool does not cap
- * them, until it restarts. */
+ * hold. An id given back is reused only once nothing counts against it any
+ * more (a removed backend's sockets, pooled connections: the controller's
+ * alloc_id); a backend that finds none free gets an id past this, which the
+ * kernel paths and the pool's cap do not cover. */
 #define TOPO_MAX_IDS 256
 
 enum be_role { ROLE_NONE = 0, ROLE_WRITER, ROLE_READER };
@@ -33,7 +33,7 @@ enum be_admin { ADMIN_ENABLED = 0, ADMIN_DRAINED, ADMIN_DISABLED };
 enum route_role { ROUTE_WRITER = 0, ROUTE_READER, ROUTE_SPLIT };
 
 struct topo_backend {
-	uint32_t id; /* stable for the daemon's life, never reused: map index */
+	uint32_t id; /* stable for the backend's life, map index; reused (alloc_id) */
 	char name[TOPO_NAME_MAX];
 	char host[TOPO_HOST_MAX];
 	uint16_t port;

@@ -57,6 +57,28 @@ static void usage(void)
 	                "  -f       stay in the foreground and log to stderr\n");
 }
 
+/* controller_id_hooks: a backend id is held while a started part has
+ * something open to its old backend; a reused one starts from zero. */
+static bool id_busy(uint32_t id, void *arg)
+{
+	struct daemon *dm = arg;
+	struct backend_counters bc = {0};
+
+	for (size_t i = 0; i < dm->nstarted; i++)
+		if (dm->started[i]->backend_counters)
+			dm->started[i]->backend_counters(id, &bc);
+	return bc.open > 0;
+}
+
+static void id_reused(uint32_t id, void *arg)
+{
+	struct daemon *dm = arg;
+
+	for (size_t i = 0; i < dm->nstarted; i++)
+		if (dm->started[i]->backend_reset)
+			dm->started[i]->backend_reset(id);
+}
+
 static void request_probe(struct daemon_ctx *d, uint32_t backend_id)
 {
 	controller_request_probe_async(d->controller, backend_id);
@@ -176,6 +198,7 @@ static int run(struct daemon *dm, bool foreground)
 	}
 	dm->ctx.controller = dm->ctl;
 	dm->ctx.request_probe = request_probe;
+	controller_set_id_hooks(dm->ctl, &(struct controller_id_hooks){id_busy, id_reused, dm});
 
 	struct admin_env env = {&dm->ctx, dm->ctl, &dm->ov, services, NSERVICES};
 	dm->admin = admin_new(&env, err, sizeof(err));

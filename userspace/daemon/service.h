@@ -28,6 +28,10 @@ struct daemon_ctx {
 
 struct backend_counters {
 	uint64_t active, steered, connect_failures;
+	/* what still ties this part to the backend: connections open (steered
+	 * and not closed, pooled), sessions waiting for one. A backend id is not
+	 * given to a new backend while it is not 0. */
+	uint64_t open;
 };
 
 struct service_ops {
@@ -41,6 +45,9 @@ struct service_ops {
 	void (*stop)(struct daemon_ctx *d, bool keep);
 	/* Adds this part's counters for one backend to c (may be NULL). */
 	void (*backend_counters)(uint32_t backend_id, struct backend_counters *c);
+	/* The id now names a new backend: its counters start from zero (may be
+	 * NULL). Called only when `open` was 0 for it. */
+	void (*backend_reset)(uint32_t backend_id);
 	/* Adds keys of its own to the status object (may be NULL). */
 	void (*status_json)(struct json_object *root);
 };

@@ -380,7 +380,8 @@ static int write_image(const struct maps_image *img)
 	if (bpf_map_lookup_elem(gen_fd, &zero, &gen))
 		gen = 0;
 	next = (gen & 1) ^ 1;
-	/* Present backends first (ids are never reused, so an entry in use by
+	/* Present backends first (an id is reused only long after it left the
+	 * topology, so an entry in use by
 	 * the active generation keeps its address); removed ones after. */
 	for (__u32 id = 0; id < MS_MAX_BACKENDS; id++)
 		if ((img->backends[id].flags & MS_BE_PRESENT) &&
@@ -678,6 +679,18 @@ static void steer_counters(uint32_t backend_id, struct backend_counters *c)
 	c->active += v.active;
 	c->steered += v.steered;
 	c->connect_failures += v.connect_failures;
+	c->open += v.active;
+}
+
+static void steer_counters_reset(uint32_t backend_id)
+{
+	const struct ms_counters zero = {0};
+
+	if (S.counters_fd < 0 || backend_id >= MS_MAX_BACKENDS)
+		return;
+	if (bpf_map_update_elem(S.counters_fd, &backend_id, &zero, BPF_ANY))
+		log_warn("steer: cannot clear the counters of backend id %u: %s", backend_id,
+		         strerror(errno));
 }
 
 static void steer_status(struct json_object *root)
@@ -694,5 +707,6 @@ const struct service_ops steer_service = {
     .reload = steer_reload,
     .stop = steer_stop,
     .backend_counters = steer_counters,
+    .backend_reset = steer_counters_reset,
     .status_json = steer_status,
 };

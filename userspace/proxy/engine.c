@@ -821,13 +821,30 @@ static bool keeps_warm(struct worker *w, const char *user)
 	return false;
 }
 
+static bool backend_present(const struct topology *t, uint32_t id)
+{
+	for (size_t i = 0; t && i < t->nbackends; i++)
+		if (t->backends[i].id == id)
+			return true;
+	return false;
+}
+
+/* Closes pooled connections idle past pool_idle_timeout_ms (but the warm
+ * ones pool_min_idle keeps) and those of backends that left the topology:
+ * nobody will take them, and their backend's id is not given to a new
+ * backend while they are open. */
 static void pool_sweep(struct worker *w, uint64_t now)
 {
 	uint64_t idle = (uint64_t)w->e->pool_idle_ms;
 	int min = min_idle_share(w);
+	const struct topology *t = topo_current();
 
 	for (struct bconn *b = w->pool, *next; b; b = next) {
 		next = b->pool_next;
+		if (t && !b->resetting && !backend_present(t, b->backend_id)) {
+			bconn_free(b);
+			continue;
+		}
 		if (b->resetting || now - b->idle_since <= idle)
 			continue;
 		if (min > 0 && keeps_warm(w, b->pool_user) &&
@@ -835,6 +852,7 @@ static void pool_sweep(struct worker *w, uint64_t now)
 			continue;
 		bconn_free(b);
 	}
+	topo_put(t);
 }
 
 /* A warm connection logged in: into the pool as a fresh one (nothing to
@@ -3324,6 +3342,21 @@ void proxy_engine_counters(struct proxy_engine *e, uint32_t id, struct backend_c
 	bc->active += in_use(e, id);
 	bc->steered += atomic_load(&e->be_opened[id]);
 	bc->connect_failures += atomic_load(&e->be_failed[id]);
+	bc->open += atomic_load(&e->be_active[id]) + (uint64_t)atomic_load(&e->be_waiting[id]);
+}
+
+void proxy_engine_counters_reset(struct proxy_engine *e, uint32_t id)
+{
+	if (!e || id >= PROXY_MAX_IDS)
+		return;
+	atomic_store(&e->be_opened[id], 0);
+	atomic_store(&e->be_failed[id], 0);
+	atomic_store(&e->be_connects[id], 0);
+	atomic_store(&e->be_reused[id], 0);
+	atomic_store(&e->be_resets[id], 0);
+	atomic_store(&e->be_clean[id], 0);
+	atomic_store(&e->be_waits[id], 0);
+	atomic_store(&e->be_wait_timeouts[id], 0);
 }
 
 void proxy_engine_stats(struct proxy_engine *e, int *clients, int *backend_conns, int *workers)

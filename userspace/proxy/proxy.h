@@ -30,6 +30,9 @@ void proxy_engine_stop(struct proxy_engine *e);
 /* Adds the proxy's backend connections to a backend's counters: active now,
  * opened (steered) and failed to connect. Thread-safe. */
 void proxy_engine_counters(struct proxy_engine *e, uint32_t id, struct backend_counters *bc);
+/* The id names a new backend (nothing open to the old one): zero its
+ * cumulative figures. */
+void proxy_engine_counters_reset(struct proxy_engine *e, uint32_t id);
 /* Client sessions, backend connections, worker threads now. Thread-safe. */
 void proxy_engine_stats(struct proxy_engine *e, int *clients, int *backend_conns, int *workers);
 

@@ -49,6 +49,11 @@ static void proxy_counters(uint32_t backend_id, struct backend_counters *c)
 	proxy_engine_counters(engine, backend_id, c);
 }
 
+static void proxy_counters_reset(uint32_t backend_id)
+{
+	proxy_engine_counters_reset(engine, backend_id);
+}
+
 /* "pool": {"NAME": {"idle", "in_use", "opened", "reused", "resets",
  * "clean", "open", "max", "waiting", "waits", "wait_timeouts"}} per backend
  * of the topology now. */
@@ -111,5 +116,6 @@ const struct service_ops proxy_service = {
     .reload = proxy_reload,
     .stop = proxy_stop,
     .backend_counters = proxy_counters,
+    .backend_reset = proxy_counters_reset,
     .status_json = proxy_status,
 };

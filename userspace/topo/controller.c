@@ -32,6 +32,12 @@
 #define RESOLVE_PERIOD_MS 30000
 /* ... and after a failed connect, but not more often than this. */
 #define RESOLVE_RETRY_MS 1000
+/* A backend id given back (remove, a changed host or address) is given to a
+ * new backend only after this long, and only once nothing holds it any more
+ * (the consumers' open connections, a lookup in flight): long enough for
+ * every consumer to have seen a topology without it. Tests shorten it with
+ * MYSTEER_TEST_ID_REUSE_MS. */
+#define ID_REUSE_MS 10000
 
 struct cbe {
 	struct controller *c;
@@ -52,7 +58,15 @@ struct controller {
 	const struct config *cfg;
 	struct cbe **be;
 	size_t nbe;
+	/* Backend ids: next_id has never been given; below it, an id is in use
+	 * or was given back at freed_ms[id]. Ids index the eBPF maps and the
+	 * 6450 pool's counters (TOPO_MAX_IDS), so they are reused (alloc_id). */
 	uint32_t next_id;
+	bool id_used[TOPO_MAX_IDS];
+	uint64_t id_freed_ms[TOPO_MAX_IDS];
+	uint32_t id_lookups[TOPO_MAX_IDS]; /* resolver requests not answered yet */
+	uint64_t id_reuse_ms;
+	struct controller_id_hooks hooks;
 	uint32_t writer_id; /* UINT32_MAX: none */
 	bool have_writer;
 	char writer_name[TOPO_NAME_MAX]; /* for the log when it went away */
@@ -112,6 +126,8 @@ static void request_resolve(struct cbe *b)
 		log_warn("%s: cannot start a lookup of %s", b->tb.name, b->tb.host);
 		return;
 	}
+	if (b->tb.id < TOPO_MAX_IDS)
+		b->c->id_lookups[b->tb.id]++;
 	b->resolving = true;
 	b->resolve_at_ms = mono_ms();
 }
@@ -185,8 +201,61 @@ static int resolve(struct topo_backend *tb)
 	return 0;
 }
 
+/* Whether nothing holds the id any more: given back long enough ago, no
+ * lookup of the old backend in flight, no connection of a consumer open. */
+static bool id_reusable(struct controller *c, uint32_t id, uint64_t now)
+{
+	if (c->id_used[id] || c->id_lookups[id] > 0 || now - c->id_freed_ms[id] < c->id_reuse_ms)
+		return false;
+	return !c->hooks.busy || !c->hooks.busy(id, c->hooks.arg);
+}
+
+/*
+ * The id of a new backend: a fresh one while there are, then the one given
+ * back longest ago that nothing holds any more (its consumers' counters start
+ * again from zero). When none is free, an id past TOPO_MAX_IDS, which the
+ * maps and the pool cannot hold: said in the log.
+ */
+static uint32_t alloc_id(struct controller *c, const char *name)
+{
+	uint64_t now = mono_ms();
+	uint32_t best = UINT32_MAX;
+
+	if (c->next_id < TOPO_MAX_IDS) {
+		c->id_used[c->next_id] = true;
+		return c->next_id++;
+	}
+	for (uint32_t id = 0; id < TOPO_MAX_IDS; id++)
+		if ((best == UINT32_MAX || c->id_freed_ms[id] < c->id_freed_ms[best]) &&
+		    id_reusable(c, id, now))
+			best = id;
+	if (best != UINT32_MAX) {
+		c->id_used[best] = true;
+		if (c->hooks.reused)
+			c->hooks.reused(best, c->hooks.arg);
+		log_info("%s: backend id %u (given back %llu ms ago)", name, best,
+		         (unsigned long long)(now - c->id_freed_ms[best]));
+		return best;
+	}
+	log_warn("%s: no backend id is free (the eBPF maps and the 6450 pool hold %u; an id "
+	         "given back is reused after %llu ms, once no connection to its old backend "
+	         "is open): 6446/6447 steer nothing to it and the pool does not cap it; "
+	         "remove it and add it again later",
+	         name, TOPO_MAX_IDS, (unsigned long long)c->id_reuse_ms);
+	return c->next_id++;
+}
+
+static void free_id(struct controller *c, uint32_t id)
+{
+	if (id >= TOPO_MAX_IDS)
+		return;
+	c->id_used[id] = false;
+	c->id_freed_ms[id] = mono_ms();
+}
+
 static void free_cbe(struct controller *c, struct cbe *b)
 {
+	free_id(c, b->tb.id);
 	if (b->timer)
 		evloop_del_timer(c->l, b->timer);
 	if (b->resolve_timer)
@@ -212,13 +281,7 @@ static struct cbe *new_cbe(struct controller *c, const struct ctl_backend_spec *
 	if (!b)
 		return NULL;
 	b->c = c;
-	b->tb.id = c->next_id++;
-	if (b->tb.id >= TOPO_MAX_IDS)
-		log_warn(
-		    "%s: backend id %u is past the %u the eBPF maps and the 6450 pool hold "
-		    "(ids are not reused): 6446/6447 steer nothing to it and the pool does not "
-		    "cap it until mysteerd restarts",
-		    s->name, b->tb.id, TOPO_MAX_IDS);
+	b->tb.id = alloc_id(c, s->name);
 	snprintf(b->tb.name, sizeof(b->tb.name), "%s", s->name);
 	snprintf(b->tb.host, sizeof(b->tb.host), "%s", s->host);
 	b->tb.port = s->port;
@@ -237,6 +300,7 @@ static struct cbe *new_cbe(struct controller *c, const struct ctl_backend_spec *
 	b->probe = probe_new(c->l, probe_host(&b->tb, numeric, sizeof(numeric)), s->port,
 	                     c->cfg->probe_user, c->cfg->probe_password, on_probe, b);
 	if (!b->probe) {
+		free_id(c, b->tb.id);
 		free(b);
 		return NULL;
 	}
@@ -376,8 +440,10 @@ static void on_resolved(void *arg, const struct resolver_result *r)
 	struct cbe *b = NULL;
 	size_t i;
 
+	if (r->key < TOPO_MAX_IDS && c->id_lookups[r->key] > 0)
+		c->id_lookups[r->key]--;
 	for (i = 0; i < c->nbe && !b; i++)
-		if (c->be[i]->tb.id == r->key)
+		if (c->be[i]->tb.id == r->key && c->be[i]->resolving)
 			b = c->be[i];
 	if (!b)
 		return; /* removed, or moved, while the lookup ran */
@@ -524,6 +590,24 @@ out:
 	free(extra);
 }
 
+/* A test-only override of a period: a positive number of ms, else dflt. */
+static uint64_t test_env_ms(const char *name, uint64_t dflt)
+{
+	const char *env = getenv(name);
+	char *end;
+	unsigned long long v;
+
+	if (!env || !*env)
+		return dflt;
+	v = strtoull(env, &end, 10);
+	return *end == '\0' && v > 0 ? v : dflt;
+}
+
+void controller_set_id_hooks(struct controller *c, const struct controller_id_hooks *h)
+{
+	c->hooks = *h;
+}
+
 struct controller *controller_new(struct evloop *l)
 {
 	struct controller *c = calloc(1, sizeof(*c));
@@ -532,14 +616,8 @@ struct controller *controller_new(struct evloop *l)
 	c->l = l;
 	c->next_id = 0;
 	c->writer_id = UINT32_MAX;
-	c->resolve_period_ms = RESOLVE_PERIOD_MS;
-	const char *env = getenv("MYSTEER_TEST_RESOLVE_MS"); /* test-only */
-	if (env && *env) {
-		char *end;
-		unsigned long long v = strtoull(env, &end, 10);
-		if (*end == '\0' && v > 0)
-			c->resolve_period_ms = v;
-	}
+	c->resolve_period_ms = test_env_ms("MYSTEER_TEST_RESOLVE_MS", RESOLVE_PERIOD_MS);
+	c->id_reuse_ms = test_env_ms("MYSTEER_TEST_ID_REUSE_MS", ID_REUSE_MS);
 	c->res = resolver_new(l, on_resolved, c);
 	if (!c->res) {
 		free(c);

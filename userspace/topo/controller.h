@@ -9,6 +9,7 @@
 #ifndef MYSTEER_CONTROLLER_H
 #define MYSTEER_CONTROLLER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,6 +30,17 @@ struct ctl_backend_spec {
 
 struct controller *controller_new(struct evloop *l);
 void controller_free(struct controller *c);
+
+/* How the controller learns whether a backend id given back is still held by
+ * a consumer (busy: connections to the old backend still open), and tells
+ * the consumers that an id now names a new backend (reused: start its
+ * counters again). Both run on the loop thread; either may be NULL. */
+struct controller_id_hooks {
+	bool (*busy)(uint32_t id, void *arg);
+	void (*reused)(uint32_t id, void *arg);
+	void *arg;
+};
+void controller_set_id_hooks(struct controller *c, const struct controller_id_hooks *h);
 
 /* Takes the probe settings and routes of cfg (kept by pointer: it must live
  * until the next apply) and the effective backends. Backends keep their id,
