@@ -3,6 +3,9 @@
 # looked up again on a period and after a failed connect, off the event loop;
 # a new address is logged once and used by the probe, the maps and the proxy;
 # a name that stops resolving keeps the last good address and warns once.
+# Every lookup runs off the loop, the first one too: with a DNS server that
+# never answers, add, reload, start, status and the other backends' probes
+# do not wait for it.
 #
 # The name lives in /etc/hosts: lib.sh runs this script in its own mount
 # namespace (unshare --mount --propagation private), so a temp file is
@@ -170,5 +173,133 @@ check "reload removes db1 (lookups possibly in flight)" ctl reload
 sleep 2
 check "the daemon is still alive" kill -0 "$ITEST_DAEMON_PID"
 check_eq "db1 is gone" "['db2', 'db3']" "$(status_json | json_get "[b['name'] for b in d['backends']]")"
+
+
+# --- a slow DNS server: no lookup on the event loop, the first one neither -----
+# resolv.conf (bind-mounted, in this mount namespace only) points to a UDP
+# socket on 127.0.0.1:53 of this network namespace that is bound but never
+# read: no ICMP port unreachable, so glibc waits its whole timeout (6 s, one
+# attempt). The names below are not in the hosts file, so `files dns` asks it.
+SLOW_S=6
+printf 'nameserver 127.0.0.1\noptions timeout:%s attempts:1\n' "$SLOW_S" >"$T/resolv.conf"
+itest_bg python3 -c "
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(('127.0.0.1', 53))
+open('$T/mute-dns.ready', 'w').close()
+time.sleep(3600)"
+wait_until 5 test -e "$T/mute-dns.ready" >/dev/null
+mount --bind "$T/resolv.conf" /etc/resolv.conf ||
+	{ echo "not ok - bind-mount the test's resolv.conf"; exit 1; }
+SLOW=slow1.mysteer-test.invalid SLOW2=slow2.mysteer-test.invalid
+lookup_ms=$(python3 - "$SLOW" <<'PY'
+import socket, sys, time
+t = time.monotonic()
+try:
+    socket.getaddrinfo(sys.argv[1], 3306, 0, socket.SOCK_STREAM)
+except OSError:
+    pass
+print(int((time.monotonic() - t) * 1000))
+PY
+)
+measured "a lookup of $SLOW with the mute DNS server: ${lookup_ms} ms"
+check "a lookup of a name not in the hosts file is slow here (${lookup_ms} ms >= 2000)" \
+	test "$lookup_ms" -ge 2000
+ms_now() { date +%s%3N; }
+bjson() { # name key (from the saved status $T/st.json)
+	json_get "[b['$2'] for b in d['backends'] if b['name']=='$1'][0]" <"$T/st.json"
+}
+resolving() { # name host: unprobed, no address, health unknown, says why
+	test "$(bjson "$1" address)" = None && test "$(bjson "$1" health)" = unknown &&
+		bjson "$1" last_error | grep -q "^resolving $2"
+}
+
+# add: the command returns at once, the loop goes on during the lookup
+t0=$(ms_now)
+ctl add slow1 "$SLOW:$P3" priority=400 >/dev/null
+rc=$? add_ms=$(($(ms_now) - t0))
+check_eq "add slow1 by a name whose lookup is slow: done" 0 "$rc"
+measured "mysteerctl add with a ${lookup_ms} ms lookup: ${add_ms} ms"
+check "add returns within 1000 ms (${add_ms} ms), not after the lookup" test "$add_ms" -lt 1000
+t0=$(ms_now)
+status_json >"$T/st.json"
+st_ms=$(($(ms_now) - t0))
+measured "status during the lookup: ${st_ms} ms"
+check "status answers during the lookup (${st_ms} ms)" test "$st_ms" -lt 1000
+check "slow1: no address, health unknown, last_error 'resolving $SLOW'" resolving slow1 "$SLOW"
+p0=$(bjson db2 last_probe_ms)
+sleep 1
+status_json >"$T/st.json"
+p1=$(bjson db2 last_probe_ms)
+measured "db2's last probe advanced by $((p1 - p0)) ms between two status calls (sleep 1 apart) during the slow lookup"
+check "db2 is still probed every ${INTERVAL} ms during the lookup ($((p1 - p0)) ms later)" \
+	test $((p1 - p0)) -ge $((INTERVAL * 2))
+check "1 s later slow1 is still unknown, not down: a lookup is no failed probe" \
+	resolving slow1 "$SLOW"
+slow1_down() {
+	status_json >"$T/st.json"
+	test "$(bjson slow1 state)" = down && bjson slow1 last_error | grep -q "^cannot resolve $SLOW"
+}
+ms=$(wait_until $((SLOW_S * 3)) slow1_down)
+check "once the lookup failed slow1 is down: 'cannot resolve $SLOW' (${ms} ms)" slow1_down
+measured "slow1 down after its first lookup failed: ${ms} ms after the first status"
+sleep $((SLOW_S + 1))
+check_eq "one warning for slow1's failed lookups" 1 "$(log_count "slow1: cannot resolve $SLOW")"
+check_eq "no log line a skipped probe" 0 "$(log_count "resolving $SLOW")"
+check "remove slow1" ctl remove slow1
+itest_daemon_stop TERM
+
+# start: the admin socket and the other backends do not wait for the lookup
+ITEST_NO_BACKENDS=1 itest_write_config "$T/slow.conf" - <<CONF
+
+[backend:db1]
+host = 127.0.0.1
+port = $P1
+priority = 100
+[backend:db2]
+host = 127.0.0.1
+port = $P2
+priority = 200
+[backend:slow1]
+host = $SLOW
+port = $P3
+priority = 300
+CONF
+rm -f "$T/state"
+t0=$(ms_now)
+itest_daemon_start "$T/slow.conf" || exit 1
+admin_ms=$(($(ms_now) - t0))
+measured "start with slow1 in the config: admin socket answers after ${admin_ms} ms"
+up_and_slow1_resolving() {
+	status_json >"$T/st.json" && test "$(json_get 'd["writer"]' <"$T/st.json")" = db1 &&
+		test "$(bjson db1 state)" = up && test "$(bjson db2 state)" = up
+}
+ms=$(wait_until 10 up_and_slow1_resolving)
+up_ms=$(($(ms_now) - t0))
+check "db1 up and the writer, db2 up, after start (${up_ms} ms)" up_and_slow1_resolving
+measured "start with slow1 in the config: db1 and db2 up ${up_ms} ms after launch"
+check "... while slow1's first lookup still runs (it takes ${lookup_ms} ms)" \
+	resolving slow1 "$SLOW"
+check "the admin socket answered before the lookup could end (${admin_ms} < ${lookup_ms} ms)" \
+	test "$admin_ms" -lt "$lookup_ms"
+
+# reload with a new backend named by a slow name
+cat >>"$T/slow.conf" <<CONF
+[backend:slow2]
+host = $SLOW2
+port = $P3
+priority = 400
+CONF
+t0=$(ms_now)
+ctl reload >/dev/null
+rc=$? reload_ms=$(($(ms_now) - t0))
+check_eq "reload adding slow2: done" 0 "$rc"
+measured "reload adding a name with a ${lookup_ms} ms lookup: ${reload_ms} ms"
+check "reload returns within 1000 ms (${reload_ms} ms)" test "$reload_ms" -lt 1000
+status_json >"$T/st.json"
+check "slow2 is resolving after the reload" resolving slow2 "$SLOW2"
+check "db1 still the writer" test "$(json_get 'd["writer"]' <"$T/st.json")" = db1
+itest_daemon_stop TERM
+umount /etc/resolv.conf
 
 itest_done

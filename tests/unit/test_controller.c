@@ -225,6 +225,43 @@ START_TEST(test_removed_while_resolving)
 }
 END_TEST
 
+/* A name's first lookup runs off the loop too: apply() returns with the
+ * backend unresolved (no address, health unknown, not probed, "resolving" in
+ * last_error), and the address arrives on the loop, in place (same id). */
+START_TEST(test_first_lookup_async)
+{
+	struct evloop *l = evloop_new();
+	struct controller *c = controller_new(l);
+	cfg.fall = 1; /* a skipped probe counted as a failure would show at once */
+	struct ctl_backend_spec s = spec("named", closed_port());
+	strcpy(s.host, "localhost");
+	ck_assert_int_eq(controller_apply(c, &cfg, &s, 1), 0);
+	ck_assert_uint_eq(last_pub->nbackends, 1);
+	ck_assert_uint_eq(last_pub->backends[0].addrlen, 0);
+	ck_assert_int_eq(last_pub->backends[0].health, HEALTH_UNKNOWN);
+	ck_assert_ptr_nonnull(strstr(last_pub->backends[0].last_error, "resolving localhost"));
+	uint32_t id = last_pub->backends[0].id;
+	uint64_t t0 = mono_ms();
+	while (mono_ms() - t0 < 5000 && last_pub->backends[0].addrlen == 0) {
+		evloop_add_timer(l, 5, stop_after, NULL);
+		evloop_run(l);
+	}
+	ck_assert_uint_gt(last_pub->backends[0].addrlen, 0);
+	ck_assert_uint_eq(last_pub->backends[0].id, id);
+	ck_assert_ptr_null(strstr(last_pub->backends[0].last_error, "resolving"));
+	/* then probed for real: refused, down after fall = 1 */
+	while (mono_ms() - t0 < 5000 && last_pub->backends[0].health != HEALTH_DOWN) {
+		evloop_add_timer(l, 5, stop_after, NULL);
+		evloop_run(l);
+	}
+	ck_assert_int_eq(last_pub->backends[0].health, HEALTH_DOWN);
+	ck_assert_uint_eq(last_pub->backends[0].id, id);
+	ck_assert_ptr_nonnull(strstr(last_pub->backends[0].last_error, "connect"));
+	controller_free(c);
+	evloop_free(l);
+}
+END_TEST
+
 static struct resolver_result got[4];
 static int ngot;
 
@@ -285,6 +322,7 @@ int main(void)
 	tcase_add_test(tc, test_request_probe_from_thread);
 	tcase_add_test(tc, test_resolver);
 	tcase_add_test(tc, test_removed_while_resolving);
+	tcase_add_test(tc, test_first_lookup_async);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -3,11 +3,20 @@
  * interval_ms; a probe still running (a black-holed server, bounded by
  * timeout_ms) makes its backend skip a tick, never the others.
  *
- * A backend whose host is a name is resolved when it is added, then again
- * off the loop (resolver.h) every RESOLVE_PERIOD_MS and whenever its probe
- * fails to connect (at most every RESOLVE_RETRY_MS), one lookup in flight per
- * backend. A new address replaces the backend as a reload with a changed
- * host does: a new id, probe and health, the old one dropped.
+ * A backend whose host is a name is looked up off the loop (resolver.h), all
+ * of its lookups, the first one too: getaddrinfo() may wait for a DNS server
+ * for seconds, and the loop probes every backend and answers the admin
+ * socket. Until the first lookup answers the backend has no address and no
+ * probe: it is skipped (not failed: a slow DNS server is not a flapping
+ * backend), health stays unknown and last_error says "resolving NAME". The
+ * first address is taken in place (same id: nothing was steered to the
+ * backend yet) and the probe starts at once. A first lookup that fails makes
+ * the probes fail with "cannot resolve NAME", so the backend goes down after
+ * `fall` as before. Names are then looked up again every RESOLVE_PERIOD_MS and
+ * whenever a probe fails to connect (at most every RESOLVE_RETRY_MS), one
+ * lookup in flight per backend. A new address replaces the backend as a
+ * reload with a changed host does: a new id, probe and health, the old one
+ * dropped. Numeric hosts are parsed on the loop (AI_NUMERICHOST, no lookup).
  */
 #include "topo/controller.h"
 
@@ -101,19 +110,24 @@ static void on_probe(void *arg, const struct probe_result *r);
 
 static void start_probe(struct cbe *b)
 {
-	if (!b->probe || probe_busy(b->probe))
-		return;
-	/* A name with no address yet: libmysqlclient would look it up inside its
-	 * connect, on this loop, blocking every other probe for as long as DNS
-	 * takes. Fail the probe here; the lookup runs off the loop. */
+	/* A name with no address yet has no probe: libmysqlclient would look it
+	 * up inside its connect, on this loop, blocking every other probe for as
+	 * long as DNS takes. While the first lookup runs it is skipped (health
+	 * stays unknown, `fall` is not counted); once a lookup failed, the probe
+	 * fails here; the lookups go on off the loop. */
 	if (b->is_name && b->tb.addrlen == 0) {
 		struct probe_result r = {.connect_failed = true};
+
+		if (!b->resolve_failing)
+			return;
 
 		snprintf(r.error, sizeof(r.error),
 		         "cannot resolve %.100s (not probed until it does)", b->tb.host);
 		on_probe(b, &r);
 		return;
 	}
+	if (!b->probe || probe_busy(b->probe))
+		return;
 	if (probe_start(b->probe, (unsigned)b->c->cfg->timeout_ms) < 0)
 		log_warn("%s: cannot start a probe", b->tb.name);
 }
@@ -186,15 +200,22 @@ static void on_probe(void *arg, const struct probe_result *r)
 	recompute(c, false);
 }
 
-static int resolve(struct topo_backend *tb)
+/* A numeric host's address, parsed with no lookup (AI_NUMERICHOST); -1 for a
+ * name. */
+static int parse_numeric(struct topo_backend *tb)
 {
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
+	                         .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV};
 	struct addrinfo *ai = NULL;
 	char port[8];
 	snprintf(port, sizeof(port), "%u", tb->port);
 	tb->addrlen = 0;
-	if (getaddrinfo(tb->host, port, &hints, &ai) != 0 || !ai)
+	if (getaddrinfo(tb->host, port, &hints, &ai) != 0 || !ai ||
+	    ai->ai_addrlen > sizeof(tb->addr)) {
+		if (ai)
+			freeaddrinfo(ai);
 		return -1;
+	}
 	memcpy(&tb->addr, ai->ai_addr, ai->ai_addrlen);
 	tb->addrlen = ai->ai_addrlen;
 	freeaddrinfo(ai);
@@ -264,19 +285,24 @@ static void free_cbe(struct controller *c, struct cbe *b)
 	free(b);
 }
 
-/* The numeric form of a resolved backend address, else its configured host
- * (never connected to while unresolved: start_probe fails it instead). */
-static const char *probe_host(const struct topo_backend *tb, char *buf, size_t len)
+/* The probe connects to the numeric address, the very one the maps and the
+ * proxy steer to (never to a name: libmysqlclient would resolve it inside its
+ * non-blocking connect, on this loop). Made once the backend has an address. */
+static int make_probe(struct cbe *b)
 {
-	const char *a = topo_addr_str(&tb->addr, tb->addrlen, buf, len);
-	return a ? a : tb->host;
+	char numeric[INET6_ADDRSTRLEN];
+	const char *a = topo_addr_str(&b->tb.addr, b->tb.addrlen, numeric, sizeof(numeric));
+	if (!a)
+		return -1;
+	b->probe = probe_new(b->c->l, a, b->tb.port, b->c->cfg->probe_user,
+	                     b->c->cfg->probe_password, on_probe, b);
+	return b->probe ? 0 : -1;
 }
 
 /* addr: the address already looked up (a name that moved), else NULL. */
 static struct cbe *new_cbe(struct controller *c, const struct ctl_backend_spec *s,
                            const struct sockaddr_storage *addr, socklen_t addrlen)
 {
-	char numeric[INET6_ADDRSTRLEN];
 	struct cbe *b = calloc(1, sizeof(*b));
 	if (!b)
 		return NULL;
@@ -285,21 +311,16 @@ static struct cbe *new_cbe(struct controller *c, const struct ctl_backend_spec *
 	snprintf(b->tb.name, sizeof(b->tb.name), "%s", s->name);
 	snprintf(b->tb.host, sizeof(b->tb.host), "%s", s->host);
 	b->tb.port = s->port;
-	b->is_name = resolver_is_name(s->host);
-	/* Resolved here: the probe then connects to the very address the maps
-	 * and the proxy steer to, and no probe blocks the event loop in
-	 * getaddrinfo (libmysqlclient resolves inside its non-blocking connect).
-	 * Later lookups of a name run off the loop (on_resolved). */
 	if (addr) {
+		b->is_name = true; /* only names move */
 		memcpy(&b->tb.addr, addr, addrlen);
 		b->tb.addrlen = addrlen;
-	} else if (resolve(&b->tb) < 0) {
-		log_warn("%s: cannot resolve %s", s->name, s->host);
-		b->resolve_failing = true;
+	} else {
+		b->is_name = parse_numeric(&b->tb) < 0;
 	}
-	b->probe = probe_new(c->l, probe_host(&b->tb, numeric, sizeof(numeric)), s->port,
-	                     c->cfg->probe_user, c->cfg->probe_password, on_probe, b);
-	if (!b->probe) {
+	/* A name not looked up yet: no probe until on_resolved() gives it an
+	 * address; the lookup starts now, off the loop. */
+	if (b->tb.addrlen && make_probe(b) < 0) {
 		free_id(c, b->tb.id);
 		free(b);
 		return NULL;
@@ -307,10 +328,18 @@ static struct cbe *new_cbe(struct controller *c, const struct ctl_backend_spec *
 	/* The first probe at once, so that `rise` is reached quickly at start. */
 	b->timer = evloop_add_timer(c->l, 0, on_tick, b);
 	if (b->is_name) {
-		b->resolve_at_ms = mono_ms();
 		b->resolve_timer = evloop_add_timer(c->l, c->resolve_period_ms, on_resolve_tick, b);
 		if (!b->resolve_timer)
 			log_warn("%s: no timer for looking up %s again", s->name, s->host);
+		if (!b->tb.addrlen) {
+			snprintf(b->tb.last_error, sizeof(b->tb.last_error),
+			         "resolving %.100s (not probed until it resolves)", s->host);
+			request_resolve(b);
+			if (!b->resolving) /* no lookup thread: fail as a failed lookup */
+				b->resolve_failing = true;
+		} else {
+			b->resolve_at_ms = mono_ms();
+		}
 	}
 	return b;
 }
@@ -340,7 +369,7 @@ int controller_apply(struct controller *c, const struct config *cfg,
 	c->cfg = cfg;
 	for (size_t i = 0; i < n; i++) {
 		struct cbe *b = take_existing(c, &specs[i]);
-		if (b && new_creds &&
+		if (b && new_creds && b->probe &&
 		    probe_set_credentials(b->probe, cfg->probe_user, cfg->probe_password) < 0)
 			log_error("%s: out of memory for the new probe credentials", b->tb.name);
 		if (!b) {
@@ -432,6 +461,35 @@ static void move_backend(struct controller *c, size_t i, const struct resolver_r
 	recompute(c, true);
 }
 
+/*
+ * A backend's first address (its name had not resolved yet): taken in place,
+ * keeping the id, since nothing could steer to the backend without one. The
+ * probe is made now and starts at once; health starts over from unknown (a
+ * backend down because its name did not resolve needs `rise` good probes).
+ */
+static void first_address(struct controller *c, struct cbe *b, const struct resolver_result *r)
+{
+	char buf[INET6_ADDRSTRLEN];
+	const char *now;
+
+	memcpy(&b->tb.addr, &r->addr[0], r->addrlen[0]);
+	b->tb.addrlen = r->addrlen[0];
+	if (make_probe(b) < 0) {
+		/* Looked up again on the period or after the next failed probe. */
+		log_error("%s: out of memory for the probe of %s", b->tb.name, b->tb.host);
+		b->tb.addrlen = 0;
+		b->resolve_failing = true;
+		return;
+	}
+	now = topo_addr_str(&b->tb.addr, b->tb.addrlen, buf, sizeof(buf));
+	log_info("%s address none -> %s (host %s)", b->tb.name, now ? now : "?", b->tb.host);
+	b->hy = (struct hysteresis){0};
+	b->tb.health = HEALTH_UNKNOWN;
+	b->tb.last_error[0] = '\0';
+	recompute(c, true);
+	start_probe(b);
+}
+
 static void on_resolved(void *arg, const struct resolver_result *r)
 {
 	struct controller *c = arg;
@@ -451,15 +509,24 @@ static void on_resolved(void *arg, const struct resolver_result *r)
 	b->resolving = false;
 	was = topo_addr_str(&b->tb.addr, b->tb.addrlen, wbuf, sizeof(wbuf));
 	if (r->err) {
-		if (!b->resolve_failing)
+		if (b->resolve_failing)
+			return;
+		if (was)
 			log_warn("%s: cannot resolve %s: %s; keeping %s", b->tb.name, b->tb.host,
-			         r->error, was ? was : "no address");
+			         r->error, was);
+		else
+			log_warn("%s: cannot resolve %s: %s; not probed until it does", b->tb.name,
+			         b->tb.host, r->error);
 		b->resolve_failing = true;
 		return;
 	}
 	if (b->resolve_failing)
 		log_info("%s: %s resolves again", b->tb.name, b->tb.host);
 	b->resolve_failing = false;
+	if (!was) {
+		first_address(c, b, r);
+		return;
+	}
 	/* Still one of the name's addresses (several records, maybe rotated by
 	 * the server): no move. Else the first, as the first lookup took. */
 	for (size_t k = 0; k < r->naddrs; k++)

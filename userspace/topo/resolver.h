@@ -1,8 +1,9 @@
 /*
  * resolver.h - host names resolved off the event loop. getaddrinfo() blocks
- * (a DNS server may take seconds), so lookups run on one worker thread owned
- * by the resolver and their results come back to the loop through an eventfd
- * the loop watches; the callback then runs on the loop thread.
+ * (a DNS server may take seconds), so lookups, a backend's first one included,
+ * run on one worker thread owned by the resolver and their results come back
+ * to the loop through an eventfd the loop watches; the callback then runs on
+ * the loop thread.
  *
  * Why one thread with a queue rather than getaddrinfo_a() or a thread per
  * lookup: the thread count stays bounded (one), there is no signal or
