@@ -11,9 +11,14 @@
  * takes one from the pool. Session statements are recorded as raw command
  * packets and replayed, in order, on a connection that has not seen them
  * before it runs anything else, so a pooled connection becomes the session's
- * own. Responses are streamed: each backend fragment is passed to the client
- * as it arrives, and the response tracker of proto.c says when the answer
- * ends.
+ * own. Prepared statements are the session's, not a connection's: each
+ * backend connection caches the server-side statements prepared on it (for
+ * its present schema and session state, shared by the sessions that take it
+ * clean), an EXECUTE uses the cached one or prepares in the same batch, and
+ * a text is closed on the worker's connections when its last client
+ * statement goes (skey_put). Responses are streamed: each backend fragment
+ * is passed to the client as it arrives, and the response tracker of proto.c
+ * says when the answer ends.
  *
  * Everything of a session lives on one worker thread; the only shared state is
  * the read-only user table, the connection counters (atomics, per backend: the
@@ -792,7 +797,9 @@ static int pool_count(struct worker *w, uint32_t backend_id)
  * the same user, which then skips connect and login. A connection that ran
  * only clean reads since its login or its last reset (!dirty) is as a reset
  * would leave it, its schema being the session's login schema: it skips the
- * reset, and so its round trip.
+ * reset, and so its round trip. A PREPARE, and an EXECUTE of a read answered
+ * cleanly, leave it clean: its cached statements (struct bstmt) survive the
+ * park and serve the next sessions; a reset drops them.
  */
 static void pool_park(struct client *c, struct bconn *b)
 {
@@ -1066,11 +1073,11 @@ static void client_close(struct client *c)
  * Whether the session may hand this connection back to the pool between
  * statements. Not while the connection holds what the session history cannot
  * rebuild elsewhere: a transaction or autocommit off (as the connection itself
- * last reported, so a reader counts too), a READ ONLY transaction, prepared
- * statements (their ids are per connection; re-preparing for every EXECUTE
- * would cost a round trip each), and on the writer: temporary tables, named
- * locks, variables assigned by query or an unreplayable SET (pin_writer), and
- * the LAST_INSERT_ID() of an insert.
+ * last reported, so a reader counts too), a READ ONLY transaction, and on the
+ * writer: temporary tables, named locks, variables assigned by query or an
+ * unreplayable SET (pin_writer), and the LAST_INSERT_ID() of an insert.
+ * Prepared statements keep nothing: the next connection has the statement
+ * in its cache or prepares it with the EXECUTE (queue_ps_prereqs).
  */
 static bool may_release(const struct client *c, const struct bconn *b)
 {
