@@ -237,6 +237,8 @@ static void mux_part(int n, int rounds)
 		if (i % 2 == 0)
 			mysql_stmt_close(s2[i]);
 		mysql_close(m[i]);
+		if (i % 2 == 1)
+			mysql_stmt_close(s2[i]); /* only frees the handle now */
 	}
 	snprintf(what, sizeof(what),
 	         "closing and disconnecting brings every server's Prepared_stmt_count back to "
@@ -357,6 +359,7 @@ int main(int argc, char **argv)
 	/* base[] still holds the start counts of part 1 */
 	check(back_to_base(), "every server's Prepared_stmt_count is back at its start at the end");
 	printf("# psmux: done\n");
+	fflush(stdout);
 	for (int i = 0; i < nbe; i++)
 		mysql_close(mon[i]);
 	return failed;
