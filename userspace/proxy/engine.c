@@ -11,9 +11,14 @@
  * takes one from the pool. Session statements are recorded as raw command
  * packets and replayed, in order, on a connection that has not seen them
  * before it runs anything else, so a pooled connection becomes the session's
- * own. Responses are streamed: each backend fragment is passed to the client
- * as it arrives, and the response tracker of proto.c says when the answer
- * ends.
+ * own. Prepared statements are the session's, not a connection's: each
+ * backend connection caches the server-side statements prepared on it (for
+ * its present schema and session state, shared by the sessions that take it
+ * clean), an EXECUTE uses the cached one or prepares in the same batch, and
+ * a text is closed on the worker's connections when its last client
+ * statement goes (skey_put). Responses are streamed: each backend fragment
+ * is passed to the client as it arrives, and the response tracker of proto.c
+ * says when the answer ends.
  *
  * Everything of a session lives on one worker thread; the only shared state is
  * the read-only user table, the connection counters (atomics, per backend: the
@@ -61,6 +66,7 @@
  * 16382 by default) and per client session (the proxy's memory). */
 #define PS_PER_CONN    256
 #define PS_PER_SESSION 1024
+#define PS_KEY_BUCKETS 256
 /* How long a session waits for a backend connection when the backend is at
  * pool_max_per_backend (then ERR 1040 to that statement). */
 #define POOL_WAIT_MS 10000
@@ -78,21 +84,48 @@ struct hist {
 };
 
 /*
- * A client's prepared statement. The client sees our id; each backend
- * connection that ran it has its own, valid while that connection (its
- * serial) lives: slot 0 is the session's writer connection, 1 its reader.
+ * A statement text of one user, shared by the worker's sessions: the key of
+ * the server-side statements its backend connections cache (struct bstmt).
+ * refs counts the client statements of the worker's sessions that use it;
+ * when it drops to 0 every connection of the worker that caches it closes
+ * it (skey_put). ncached counts those connections.
+ */
+struct skey {
+	uint64_t hash;
+	uint32_t refs;
+	uint32_t ncached;
+	struct skey *next; /* in the worker's bucket */
+	char user[128];
+	size_t len;
+	uint8_t sql[]; /* len bytes */
+};
+
+/*
+ * A server-side statement cached on a backend connection. A connection's
+ * cache only holds statements prepared under its present schema and session
+ * state: whatever may change how the server parses (a session statement run
+ * or replayed there, another schema, a reset) empties it first, so the text
+ * (and user) is the whole key within one connection.
+ */
+struct bstmt {
+	struct skey *k;
+	uint32_t xid;  /* the server's statement id on that connection */
+	uint64_t used; /* the worker's ps_tick at its last PREPARE or EXECUTE there */
+};
+
+/*
+ * A client's prepared statement. The client sees our id; the backend
+ * connections hold server-side statements of its key in their caches,
+ * shared with the other sessions of the worker, and an EXECUTE uses the one
+ * of the connection it got, or prepares one there in the same batch. The
+ * statement is tied to no connection, so it keeps none from the pool.
  */
 struct pstmt {
 	uint32_t id;
-	uint8_t *sql;
-	size_t len;
+	struct skey *key; /* the SQL, and the worker's count of its users */
 	enum cls_token tok;
 	uint32_t flags;
 	uint16_t nparams;
-	uint64_t serial[2];
-	uint32_t xid[2];
-	bool types_sent[2];
-	uint64_t used[2];    /* per slot: the session's ps_tick at its last PREPARE or EXECUTE */
 	uint8_t *types;      /* 2 * nparams bytes from the last EXECUTE that bound them */
 	struct buf longdata; /* SEND_LONG_DATA payloads, each led by its 4-byte length */
 	bool longdata_over;  /* the session's passed max_packet_size: the next EXECUTE fails */
@@ -149,7 +182,6 @@ struct client {
 	char last_gtid[64]; /* of the session's last write, from the writer's OK */
 	uint32_t next_stmt_id;
 	uint32_t nstmts;    /* statements in stmts: capped by ps_per_session */
-	uint64_t ps_tick;   /* LRU clock of the backend statements (pstmt.used) */
 	size_t ld_bytes;    /* long data held for all its statements */
 	struct buf scratch; /* the rewritten EXECUTE */
 	uint32_t events;    /* epoll interest now */
@@ -177,8 +209,14 @@ struct bconn {
 	struct buf in, out;
 	struct buf lout; /* login packets: go before out, which waits for B_READY */
 	size_t hist_applied;
-	uint64_t serial;         /* unique in the worker: statement ids are per connection */
-	struct pstmt *prep_ps;   /* the last internal command is a PREPARE of this */
+	/* server-side statements (struct bstmt): at most ps_per_conn, the least
+	 * recently used closed first; shared by the sessions that take the
+	 * connection while it is clean (a dirty one is reset, which empties it,
+	 * before another session gets it) */
+	struct bstmt *bst;
+	uint32_t nbst, bst_cap;
+	struct skey *prep_key;   /* the last internal command is a PREPARE of this */
+	char schema[256];        /* while clean: its schema (login or pool_take's COM_INIT_DB) */
 	bool tracking_gtid;      /* last_gtid added to session_track_system_variables */
 	bool tracking_state;     /* session_track_state_change = ON (the proxy's) */
 	bool state_changed;      /* the client's command in flight reported a state change */
@@ -261,8 +299,9 @@ struct worker {
 	struct bconn *dead_bconns;
 	volatile bool stop;
 	unsigned rnd;
-	uint64_t next_serial;
-	struct bconn *pool; /* idle backend connections, reset, of any user */
+	struct skey *keys[PS_KEY_BUCKETS]; /* prepared statement texts in use */
+	uint64_t ps_tick;                  /* LRU clock of the cached statements */
+	struct bconn *pool;                /* idle backend connections, reset, of any user */
 	uint64_t last_sweep;
 	struct client *ghosts; /* one per user with a plain password */
 	struct bconn *warming; /* warm connections still logging in */
@@ -417,6 +456,168 @@ static struct pstmt *ps_find(struct client *c, uint32_t id)
 	return NULL;
 }
 
+static void bconn_update(struct bconn *b);
+
+static uint64_t fnv1a(const void *p, size_t n, uint64_t h)
+{
+	const uint8_t *q = p;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= q[i];
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+/* The worker's key of this user's statement text, counted once more. */
+static struct skey *skey_get(struct worker *w, const char *user, const uint8_t *sql, size_t len)
+{
+	uint64_t h = fnv1a(sql, len, fnv1a(user, strlen(user) + 1, 14695981039346656037ull));
+	struct skey **head = &w->keys[h % PS_KEY_BUCKETS], *k;
+
+	for (k = *head; k; k = k->next)
+		if (k->hash == h && k->len == len && !strcmp(k->user, user) &&
+		    !memcmp(k->sql, sql, len)) {
+			k->refs++;
+			return k;
+		}
+	k = calloc(1, sizeof(*k) + (len ? len : 1));
+	if (!k)
+		return NULL;
+	k->hash = h;
+	k->refs = 1;
+	k->len = len;
+	snprintf(k->user, sizeof(k->user), "%s", user);
+	memcpy(k->sql, sql, len);
+	k->next = *head;
+	*head = k;
+	return k;
+}
+
+/* The cached statement of key k on b, or NULL. */
+static struct bstmt *bc_find(struct bconn *b, const struct skey *k)
+{
+	for (uint32_t i = 0; i < b->nbst; i++)
+		if (b->bst[i].k == k)
+			return &b->bst[i];
+	return NULL;
+}
+
+/*
+ * Forgets b's cached statement i, and closes it on the server unless the
+ * server already dropped it (a reset, a closed connection). COM_STMT_CLOSE
+ * has no answer: it may follow whatever b->out holds (a command in flight of
+ * another session included), and b->internal is not counted up for it.
+ */
+static void bc_del(struct bconn *b, uint32_t i, bool send_close)
+{
+	uint8_t pkt[5] = {COM_STMT_CLOSE};
+
+	if (send_close && !b->dead && b->st == B_READY) {
+		put_le32(pkt + 1, b->bst[i].xid);
+		if (buf_put_packet(&b->out, 0, pkt, sizeof(pkt)) < 0)
+			log_warn("proxy: out of memory closing a statement on %s", b->name);
+	}
+	b->bst[i].k->ncached--;
+	b->bst[i] = b->bst[--b->nbst];
+}
+
+/* Empties b's cache: its schema or session state changes (send_close: the
+ * statements are closed on the server), or the server dropped them. */
+static void bc_clear(struct bconn *b, bool send_close)
+{
+	while (b->nbst > 0)
+		bc_del(b, b->nbst - 1, send_close);
+	if (!send_close || b->bst_cap > 32) {
+		free(b->bst);
+		b->bst = NULL;
+		b->bst_cap = 0;
+	}
+}
+
+/* A PREPARE of k answered on b with this id: cached (an older one of the
+ * same key, when the client prepared the text again, is closed). */
+static int bc_add(struct bconn *b, struct skey *k, uint32_t xid)
+{
+	struct bstmt *e = bc_find(b, k);
+
+	if (!e) {
+		if (b->nbst == b->bst_cap) {
+			uint32_t cap = b->bst_cap ? b->bst_cap * 2 : 8;
+			struct bstmt *n = realloc(b->bst, cap * sizeof(*n));
+			if (!n)
+				return -1;
+			b->bst = n;
+			b->bst_cap = cap;
+		}
+		e = &b->bst[b->nbst++];
+		e->k = k;
+		k->ncached++;
+	} else {
+		bc_del(b, (uint32_t)(e - b->bst), true);
+		return bc_add(b, k, xid);
+	}
+	e->xid = xid;
+	e->used = ++b->w->ps_tick;
+	return 0;
+}
+
+/*
+ * Before a PREPARE on b: a pooled connection lives long and serves many
+ * sessions, so it holds at most ps_per_conn statements (the server's
+ * max_prepared_stmt_count is global). Beyond that the least recently used
+ * one is closed there and forgotten: its next EXECUTE on b prepares it
+ * again, lazily, like on any other connection.
+ */
+static void bc_make_room(struct bconn *b)
+{
+	while (b->nbst > 0 && b->nbst >= b->w->e->ps_per_conn) {
+		uint32_t lru = 0;
+		for (uint32_t i = 1; i < b->nbst; i++)
+			if (b->bst[i].used < b->bst[lru].used)
+				lru = i;
+		bc_del(b, lru, true);
+	}
+}
+
+static void bc_drop_key(struct bconn *b, struct skey *k)
+{
+	struct bstmt *e = b ? bc_find(b, k) : NULL;
+
+	if (!e)
+		return;
+	bc_del(b, (uint32_t)(e - b->bst), true);
+	bconn_update(b); /* the event loop writes the close */
+}
+
+/*
+ * One client statement of key k less in the worker. At 0 no session of the
+ * worker uses the text: every connection of the worker that caches it,
+ * idle in the pool or held by a session (busy or not), closes it, and the
+ * key goes.
+ */
+static void skey_put(struct worker *w, struct skey *k)
+{
+	struct skey **pp;
+
+	if (--k->refs > 0)
+		return;
+	for (struct bconn *b = w->pool; b && k->ncached; b = b->pool_next)
+		bc_drop_key(b, k);
+	for (struct client *c = w->clients; c && k->ncached; c = c->next) {
+		bc_drop_key(c->wconn, k);
+		bc_drop_key(c->rconn, k);
+	}
+	if (k->ncached)
+		log_warn("proxy: %u connections still cache a closed statement", k->ncached);
+	for (pp = &w->keys[k->hash % PS_KEY_BUCKETS]; *pp; pp = &(*pp)->next)
+		if (*pp == k) {
+			*pp = k->next;
+			break;
+		}
+	free(k);
+}
+
 /* Drops the statement's long data and its memory, and counts it off. */
 static void ps_drop_longdata(struct client *c, struct pstmt *ps)
 {
@@ -437,7 +638,7 @@ static void ps_free(struct client *c, struct pstmt *ps)
 		c->cur_ps = NULL;
 	c->nstmts--;
 	ps_drop_longdata(c, ps);
-	free(ps->sql);
+	skey_put(c->w, ps->key);
 	free(ps->types);
 	buf_free(&ps->longdata);
 	free(ps);
@@ -447,72 +648,15 @@ static struct pstmt *ps_new(struct client *c, const uint8_t *sql, size_t len)
 {
 	struct pstmt *ps = calloc(1, sizeof(*ps));
 
-	if (!ps || !(ps->sql = malloc(len ? len : 1))) {
+	if (!ps || !(ps->key = skey_get(c->w, c->user, sql, len))) {
 		free(ps);
 		return NULL;
 	}
-	memcpy(ps->sql, sql, len);
-	ps->len = len;
 	ps->id = ++c->next_stmt_id;
 	ps->next = c->stmts;
 	c->stmts = ps;
 	c->nstmts++;
 	return ps;
-}
-
-static int ps_slot(const struct bconn *b)
-{
-	return b->writer ? 0 : 1;
-}
-
-static bool ps_ready_on(const struct pstmt *ps, const struct bconn *b)
-{
-	return ps->serial[ps_slot(b)] == b->serial && ps->xid[ps_slot(b)] != 0;
-}
-
-static void ps_touch(struct client *c, struct pstmt *ps, const struct bconn *b)
-{
-	ps->used[ps_slot(b)] = ++c->ps_tick;
-}
-
-/* The statement prepared on b that ran least recently, or NULL. */
-static struct pstmt *ps_lru_on(struct client *c, const struct bconn *b, uint32_t *count)
-{
-	struct pstmt *lru = NULL;
-
-	*count = 0;
-	for (struct pstmt *ps = c->stmts; ps; ps = ps->next) {
-		if (!ps_ready_on(ps, b))
-			continue;
-		(*count)++;
-		if (!lru || ps->used[ps_slot(b)] < lru->used[ps_slot(b)])
-			lru = ps;
-	}
-	return lru;
-}
-
-/*
- * Before a PREPARE on b: a pooled connection lives long and its session may
- * prepare many statements, so each connection holds at most ps_per_conn of
- * them (the server's max_prepared_stmt_count is global). Beyond that the
- * least recently used one is closed there and forgotten: its next EXECUTE on
- * b prepares it again, lazily, like on any other connection. COM_STMT_CLOSE
- * has no answer, so b->internal is not counted up for it.
- */
-static int ps_make_room(struct client *c, struct bconn *b)
-{
-	uint8_t pkt[5] = {COM_STMT_CLOSE};
-	uint32_t count;
-	struct pstmt *lru;
-
-	while ((lru = ps_lru_on(c, b, &count)) && count >= c->w->e->ps_per_conn) {
-		put_le32(pkt + 1, lru->xid[ps_slot(b)]);
-		if (buf_put_packet(&b->out, 0, pkt, sizeof(pkt)) < 0)
-			return -1;
-		lru->xid[ps_slot(b)] = 0;
-		lru->serial[ps_slot(b)] = 0;
-	}
-	return 0;
 }
 
 /* ---- the per-backend cap (pool_max_per_backend) ---- */
@@ -618,6 +762,7 @@ static void bconn_free(struct bconn *b)
 	if (b->fd >= 0)
 		close(b->fd); /* also leaves the epoll set */
 	b->fd = -1;
+	bc_clear(b, false); /* the server drops them with the connection */
 	b->dead = true;
 	atomic_fetch_sub(&b->w->e->nbconns, 1);
 	slot_release(b->w, b->backend_id);
@@ -656,7 +801,9 @@ static int pool_count(struct worker *w, uint32_t backend_id)
  * the same user, which then skips connect and login. A connection that ran
  * only clean reads since its login or its last reset (!dirty) is as a reset
  * would leave it, its schema being the session's login schema: it skips the
- * reset, and so its round trip.
+ * reset, and so its round trip. A PREPARE, and an EXECUTE of a read answered
+ * cleanly, leave it clean: its cached statements (struct bstmt) survive the
+ * park and serve the next sessions; a reset drops them.
  */
 static void pool_park(struct client *c, struct bconn *b)
 {
@@ -693,11 +840,12 @@ static void pool_park(struct client *c, struct bconn *b)
 	b->hist_applied = 0; /* a clean connection never had the history replayed */
 	if (must_reset) {
 		b->pool_has_db = c->db[0] != 0;
-		b->serial = ++w->next_serial; /* the reset closed its prepared statements */
+		snprintf(b->schema, sizeof(b->schema), "%s", c->db);
+		bc_clear(b, false); /* the reset closes its prepared statements */
 		b->tracking_gtid = false;
 		b->tracking_state = false;
 		b->waited_gtid[0] = 0;
-		b->prep_ps = NULL;
+		b->prep_key = NULL;
 		b->trans_open = false; /* the reset rolls back and restores autocommit */
 		b->keep = false;
 		b->dirty = false;
@@ -779,6 +927,11 @@ static struct bconn *pool_take(struct client *c, const struct topo_backend *be, 
 			/* the schema survives a reset: set the one this client asked for */
 			uint8_t pkt[260];
 			size_t n = strlen(c->db0);
+			/* cached statements were parsed in another schema */
+			if (strcmp(b->schema, c->db0)) {
+				bc_clear(b, true);
+				snprintf(b->schema, sizeof(b->schema), "%s", c->db0);
+			}
 			pkt[0] = init_db;
 			memcpy(pkt + 1, c->db0, n);
 			if (buf_put_packet(&b->out, 0, pkt, n + 1) < 0) {
@@ -943,15 +1096,15 @@ static void client_close(struct client *c)
  * Whether the session may hand this connection back to the pool between
  * statements. Not while the connection holds what the session history cannot
  * rebuild elsewhere: a transaction or autocommit off (as the connection itself
- * last reported, so a reader counts too), a READ ONLY transaction, prepared
- * statements (their ids are per connection; re-preparing for every EXECUTE
- * would cost a round trip each), and on the writer: temporary tables, named
- * locks, variables assigned by query or an unreplayable SET (pin_writer), and
- * the LAST_INSERT_ID() of an insert.
+ * last reported, so a reader counts too), a READ ONLY transaction, and on the
+ * writer: temporary tables, named locks, variables assigned by query or an
+ * unreplayable SET (pin_writer), and the LAST_INSERT_ID() of an insert.
+ * Prepared statements keep nothing: the next connection has the statement
+ * in its cache or prepares it with the EXECUTE (queue_ps_prereqs).
  */
 static bool may_release(const struct client *c, const struct bconn *b)
 {
-	if (b->keep || b->trans_open || c->trx_conn == b || c->ro_trans || c->stmts)
+	if (b->keep || b->trans_open || c->trx_conn == b || c->ro_trans)
 		return false;
 	return b != c->wconn || !(c->in_trans || c->autocommit_off || c->pin_writer);
 }
@@ -1046,6 +1199,7 @@ static void reap(struct worker *w)
 		buf_free(&b->in);
 		buf_free(&b->out);
 		buf_free(&b->lout);
+		free(b->bst);
 		free(b);
 	}
 	while (w->dead_clients) {
@@ -1344,22 +1498,22 @@ static enum resp_kind next_kind(const struct bconn *b)
 {
 	if (b->internal == 0)
 		return b->c->cur_kind;
-	return b->internal == 1 && b->prep_ps ? RESP_PREPARE : RESP_GENERIC;
+	return b->internal == 1 && b->prep_key ? RESP_PREPARE : RESP_GENERIC;
 }
 
 /* The first packet of a PREPARE's answer names the backend's statement id:
- * remember it, and show the client its own id. */
+ * cache it on the connection, and show the client its own id. */
 static void prepare_ok(struct bconn *b, uint8_t *payload, size_t n)
 {
 	struct client *c = b->c;
-	struct pstmt *ps = b->frag_drop ? b->prep_ps : c->cur_ps;
+	struct pstmt *ps = b->frag_drop ? NULL : c->cur_ps;
+	struct skey *k = b->frag_drop ? b->prep_key : ps ? ps->key : NULL;
 
-	if (!ps || n < 5 || payload[0] != 0x00)
+	if (!k || n < 5 || payload[0] != 0x00)
 		return;
-	ps->serial[ps_slot(b)] = b->serial;
-	ps->xid[ps_slot(b)] = b->rt.stmt_id;
-	ps->types_sent[ps_slot(b)] = false;
-	if (!b->frag_drop) {
+	if (bc_add(b, k, b->rt.stmt_id) < 0)
+		log_warn("proxy: out of memory caching a statement on %s", b->name);
+	if (ps) {
 		ps->nparams = b->rt.prep_params;
 		put_le32(payload + 1, ps->id);
 	}
@@ -1572,7 +1726,7 @@ again:
 			if (b->rt.saw_err)
 				log_warn("proxy: replaying session state on %s failed", b->name);
 			if (b->internal == 1)
-				b->prep_ps = NULL;
+				b->prep_key = NULL;
 			b->internal--;
 			resp_init(&b->rt, next_kind(b), b->caps);
 			if (b->gtid_wait && b->internal == 0) {
@@ -1605,11 +1759,32 @@ static void on_answer_done(struct client *c, struct bconn *b)
 	uint16_t st = b->rt.status;
 	bool ok = !b->rt.saw_err;
 	/* a read that changed nothing on its connection and left nothing for
-	 * SHOW WARNINGS: see mux_answered() and pool_park() */
-	bool clean = ok && b->rt.warnings == 0 && c->cur_classified && c->cur_tok == CLS_READ &&
-	             !(c->cur_flags & STATEFUL_FLAGS);
+	 * SHOW WARNINGS: see mux_answered() and pool_park(); an EXECUTE counts
+	 * as its statement would. A PREPARE changes nothing a session sees: its
+	 * server-side statement belongs to the connection's cache, which only
+	 * serves sessions that would parse it alike and closes it when no
+	 * client statement uses it. */
+	bool clean = ok && ((b->rt.warnings == 0 && c->cur_classified && c->cur_tok == CLS_READ &&
+	                     !(c->cur_flags & STATEFUL_FLAGS)) ||
+	                    c->cur_kind == RESP_PREPARE);
 
-	if (b->writer && ok) {
+	/* A session statement (run here or failed half way), a routine, a
+	 * multi-statement or anything not understood may change how the server
+	 * parses: the cache of this connection is for its former state. */
+	if (c->cur_hist ||
+	    (c->cur_classified &&
+	     (c->cur_tok == CLS_SESSION ||
+	      (c->cur_flags & (CLS_F_MULTI | CLS_F_ROUTINE | CLS_F_UNREPLAYABLE | CLS_F_USE)) ||
+	      c->cur_reason == CLS_R_ADMIN || c->cur_reason == CLS_R_CALL ||
+	      c->cur_reason == CLS_R_UNKNOWN_FUNCTION || c->cur_reason == CLS_R_NOT_UNDERSTOOD)) ||
+	    (!c->cur_classified && c->cur_kind == RESP_GENERIC && !c->cur_ps)) {
+		if (b->nbst > 0) {
+			bc_clear(b, true);
+			bconn_update(b);
+		}
+	}
+	/* a PREPARE's answer carries no status flags that could be trusted */
+	if (b->writer && ok && c->cur_kind == RESP_GENERIC) {
 		/* The server knows best whether a transaction is open. */
 		c->in_trans = (st & SST_IN_TRANS) != 0;
 		c->autocommit_off = !(st & SST_AUTOCOMMIT);
@@ -1764,7 +1939,7 @@ static struct bconn *bconn_open(struct client *c, const struct topo_backend *be,
 	}
 	b->type = EV_BACKEND;
 	b->w = c->w;
-	b->serial = ++c->w->next_serial;
+	snprintf(b->schema, sizeof(b->schema), "%s", c->db0); /* bconn_login's */
 	b->c = c;
 	b->writer = writer;
 	b->backend_id = be->id;
@@ -1998,7 +2173,10 @@ static int build_execute(struct client *c, struct bconn *b, uint32_t xid, const 
 	bool insert_types = false;
 
 	buf_consume(&c->scratch, buf_used(&c->scratch));
-	if (ps->nparams > 0 && n > off && p[off] == 0 && ps->types && !ps->types_sent[ps_slot(b)])
+	/* The backend statement may be shared: another session may have run it
+	 * with other types last, so the types always go along. */
+	(void)b;
+	if (ps->nparams > 0 && n > off && p[off] == 0 && ps->types)
 		insert_types = true;
 	if (insert_types) {
 		uint8_t one = 1;
@@ -2009,8 +2187,6 @@ static int build_execute(struct client *c, struct bconn *b, uint32_t xid, const 
 	} else if (buf_append(&c->scratch, p, n) < 0) {
 		return -1;
 	}
-	if (ps->nparams > 0 && n > off && (p[off] == 1 || insert_types))
-		ps->types_sent[ps_slot(b)] = true;
 	put_le32(c->scratch.d + c->scratch.off + 1, xid);
 	c->scratch.d[c->scratch.off + 5] = 0; /* CURSOR_TYPE_NO_CURSOR */
 	*out = c->scratch.d + c->scratch.off;
@@ -2019,36 +2195,30 @@ static int build_execute(struct client *c, struct bconn *b, uint32_t xid, const 
 }
 
 /* Queues what an EXECUTE needs before it on this connection: a PREPARE when
- * the statement is not prepared there, and the long data. Sets *xid. */
+ * the statement is not in its cache, and the long data. Sets *xid. */
 static int queue_ps_prereqs(struct client *c, struct bconn *b, uint32_t *xid)
 {
 	struct pstmt *ps = c->cur_ps;
-	uint8_t hdr[7];
+	struct bstmt *e = bc_find(b, ps->key);
 
-	ps_touch(c, ps, b);
-	if (ps_ready_on(ps, b)) {
-		*xid = ps->xid[ps_slot(b)];
+	if (e) {
+		*xid = e->xid;
+		e->used = ++c->w->ps_tick;
 	} else {
 		*xid = 0xffffffffu;
-		if (ps_make_room(c, b) < 0)
-			return -1;
-		hdr[0] = COM_STMT_PREPARE;
-		if (buf_reserve(&b->out, PKT_HDR + 1 + ps->len) < 0)
-			return -1;
-		/* payload = command byte + SQL, framed without a copy of the SQL first */
-		uint8_t *tmp = malloc(ps->len + 1);
+		bc_make_room(b);
+		/* payload = command byte + SQL */
+		uint8_t *tmp = malloc(ps->key->len + 1);
 		if (!tmp)
 			return -1;
-		tmp[0] = hdr[0];
-		memcpy(tmp + 1, ps->sql, ps->len);
-		int r = buf_put_packet(&b->out, 0, tmp, ps->len + 1);
+		tmp[0] = COM_STMT_PREPARE;
+		memcpy(tmp + 1, ps->key->sql, ps->key->len);
+		int r = buf_put_packet(&b->out, 0, tmp, ps->key->len + 1);
 		free(tmp);
 		if (r < 0)
 			return -1;
 		b->internal++;
-		b->dirty = true;
-		b->prep_ps = ps;
-		ps->types_sent[ps_slot(b)] = false;
+		b->prep_key = ps->key; /* prepare_ok caches it */
 	}
 	for (size_t off = ps->longdata.off; off + 4 <= ps->longdata.len;) {
 		uint32_t len = get_le32(ps->longdata.d + off);
@@ -2151,7 +2321,11 @@ static int send_cmd(struct client *c, struct bconn *b)
 	size_t n = buf_used(&c->cmd);
 	uint32_t xid;
 
-	b->prep_ps = NULL;
+	b->prep_key = NULL;
+	/* the history changes how the server may parse: the cached statements
+	 * were prepared without it (a clean connection has none replayed) */
+	if (b->hist_applied < upto && b->nbst > 0)
+		bc_clear(b, true);
 	while (b->hist_applied < upto) {
 		struct hist *h = &c->hist[b->hist_applied++];
 		if (buf_put_packet(&b->out, 0, h->p, h->n) < 0)
@@ -2173,10 +2347,8 @@ static int send_cmd(struct client *c, struct bconn *b)
 	if (c->cur_ps && p[0] == COM_STMT_EXECUTE) {
 		if (queue_ps_prereqs(c, b, &xid) < 0 || build_execute(c, b, xid, &p, &n) < 0)
 			return -1;
-	} else if (c->cur_ps && p[0] == COM_STMT_PREPARE) {
-		ps_touch(c, c->cur_ps, b);
-		if (ps_make_room(c, b) < 0)
-			return -1;
+	} else if (c->cur_ps && p[0] == COM_STMT_PREPARE && !bc_find(b, c->cur_ps->key)) {
+		bc_make_room(b);
 	}
 	if (buf_put_packet(&b->out, 0, p, n) < 0)
 		return -1;
@@ -2621,23 +2793,14 @@ static void cmd_long_data(struct client *c, const uint8_t *p, size_t n)
 	c->ld_bytes += buf_used(&ps->longdata) - before;
 }
 
+/* The client's statement goes; the server-side ones of its text go with the
+ * worker's last client statement of it (skey_put). No answer. */
 static void cmd_stmt_close(struct client *c, const uint8_t *p, size_t n)
 {
 	struct pstmt *ps = n >= 5 ? ps_find(c, get_le32(p + 1)) : NULL;
-	struct bconn *conns[2] = {c->wconn, c->rconn};
-	uint8_t pkt[5] = {COM_STMT_CLOSE};
 
-	if (!ps)
-		return;
-	for (int i = 0; i < 2; i++) {
-		struct bconn *b = conns[i];
-		if (!b || !ps_ready_on(ps, b))
-			continue;
-		put_le32(pkt + 1, ps->xid[ps_slot(b)]);
-		if (buf_put_packet(&b->out, 0, pkt, sizeof(pkt)) < 0 || bconn_flush(b) < 0)
-			bconn_fail(b, "write failed");
-	}
-	ps_free(c, ps);
+	if (ps)
+		ps_free(c, ps);
 }
 
 static void cmd_stmt_reset(struct client *c, const uint8_t *p, size_t n)

@@ -35,7 +35,14 @@ $(BUILD)/tests/proxy_pscap: $(BUILD)/obj/tests/integration/proxy_pscap.o
 DAEMON_OBJS += $(PROXY_OBJS) $(CLASSIFY_OBJS)
 INTEG_TESTS += tests/integration/proxy.sh tests/integration/proxy_routines.sh \
 	       tests/integration/proxy_pool.sh tests/integration/proxy_mux.sh \
-	       tests/integration/proxy_pscap.sh tests/integration/proxy_pwait.sh
+	       tests/integration/proxy_pscap.sh tests/integration/proxy_pwait.sh \
+	       tests/integration/proxy_psmux.sh
+
+# proxy_psmux: prepared statements and multiplexing (proxy_psmux.sh).
+BINS += $(BUILD)/tests/proxy_psmux
+$(BUILD)/tests/proxy_psmux: $(BUILD)/obj/tests/integration/proxy_psmux.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 # proxy_ps: a libmysqlclient test client for prepared statements through 6450.
 BINS += $(BUILD)/tests/proxy_ps
