@@ -2164,8 +2164,7 @@ static struct bconn *get_reader(struct client *c, const struct topology *t, char
  * sent in the same batch), no cursor (not supported: rows are streamed), and
  * the parameter types when this connection has not had them yet.
  */
-static int build_execute(struct client *c, struct bconn *b, uint32_t xid, const uint8_t **out,
-                         size_t *outlen)
+static int build_execute(struct client *c, uint32_t xid, const uint8_t **out, size_t *outlen)
 {
 	struct pstmt *ps = c->cur_ps;
 	const uint8_t *p = c->cmd.d + c->cmd.off;
@@ -2175,7 +2174,6 @@ static int build_execute(struct client *c, struct bconn *b, uint32_t xid, const 
 	buf_consume(&c->scratch, buf_used(&c->scratch));
 	/* The backend statement may be shared: another session may have run it
 	 * with other types last, so the types always go along. */
-	(void)b;
 	if (ps->nparams > 0 && n > off && p[off] == 0 && ps->types)
 		insert_types = true;
 	if (insert_types) {
@@ -2345,7 +2343,7 @@ static int send_cmd(struct client *c, struct bconn *b)
 			return r < 0 ? -1 : bconn_flush(b);
 	}
 	if (c->cur_ps && p[0] == COM_STMT_EXECUTE) {
-		if (queue_ps_prereqs(c, b, &xid) < 0 || build_execute(c, b, xid, &p, &n) < 0)
+		if (queue_ps_prereqs(c, b, &xid) < 0 || build_execute(c, xid, &p, &n) < 0)
 			return -1;
 	} else if (c->cur_ps && p[0] == COM_STMT_PREPARE && !bc_find(b, c->cur_ps->key)) {
 		bc_make_room(b);
