@@ -111,6 +111,10 @@ struct bstmt {
 	struct skey *k;
 	uint32_t xid;  /* the server's statement id on that connection */
 	uint64_t used; /* the worker's ps_tick at its last PREPARE or EXECUTE there */
+	/* the parameter types last bound to it there (the server keeps them for
+	 * an EXECUTE that sends none), NULL before its first EXECUTE */
+	uint8_t *types;
+	size_t ntypes;
 };
 
 /*
@@ -178,6 +182,10 @@ struct client {
 	bool cur_hist;          /* the command in flight is the last history entry */
 	bool in_process;        /* client_process() is running: no nesting */
 	struct bconn *trx_conn; /* the reader of a READ ONLY transaction */
+	/* the reader the session's reads go to while it stays usable: one
+	 * replica per session, chosen by weight (pick_reader) */
+	uint32_t sticky_reader;
+	bool has_sticky_reader;
 	struct pstmt *stmts, *cur_ps;
 	char last_gtid[64]; /* of the session's last write, from the writer's OK */
 	uint32_t next_stmt_id;
@@ -228,6 +236,7 @@ struct bconn {
 	char waited_gtid[64];    /* this replica is known to have applied it */
 	/* in the worker's pool (c == NULL): whose it may become */
 	bool pooled, resetting;
+	const struct client *last_owner; /* compared, never followed: pool_take */
 	struct bconn *pool_next;
 	struct bconn *warm_next; /* in the worker's list of warm logins */
 	uint64_t idle_since;
@@ -519,6 +528,7 @@ static void bc_del(struct bconn *b, uint32_t i, bool send_close)
 			log_warn("proxy: out of memory closing a statement on %s", b->name);
 	}
 	b->bst[i].k->ncached--;
+	free(b->bst[i].types);
 	b->bst[i] = b->bst[--b->nbst];
 }
 
@@ -552,6 +562,8 @@ static int bc_add(struct bconn *b, struct skey *k, uint32_t xid)
 		}
 		e = &b->bst[b->nbst++];
 		e->k = k;
+		e->types = NULL;
+		e->ntypes = 0;
 		k->ncached++;
 	} else {
 		bc_del(b, (uint32_t)(e - b->bst), true);
@@ -857,6 +869,7 @@ static void pool_park(struct client *c, struct bconn *b)
 		b->idle_since = now_ms();
 	}
 	b->pooled = true;
+	b->last_owner = c;
 	b->pool_next = w->pool;
 	w->pool = b;
 	w->kick = true; /* a waiter of this worker may take it */
@@ -909,13 +922,27 @@ static struct bconn *pool_take(struct client *c, const struct topo_backend *be, 
 	struct worker *w = c->w;
 	static const uint8_t init_db = COM_INIT_DB;
 
+	struct bconn **found = NULL;
+
+	/* The connection this session gave back last, when it is idle still:
+	 * a session that keeps sending keeps one connection (and the server
+	 * one thread), as without multiplexing; else the one parked last. */
 	for (struct bconn **pp = &w->pool; *pp; pp = &(*pp)->pool_next) {
 		struct bconn *b = *pp;
 		if (b->backend_id != be->id || b->resetting || b->pool_caps != c->caps ||
 		    b->pool_charset != c->charset || strcmp(b->pool_user, c->user) ||
 		    (b->pool_has_db && !c->db0[0]))
 			continue;
-		*pp = b->pool_next;
+		if (!found)
+			found = pp;
+		if (b->last_owner == c) {
+			found = pp;
+			break;
+		}
+	}
+	if (found) {
+		struct bconn *b = *found;
+		*found = b->pool_next;
 		b->pooled = false;
 		if (b->backend_id < PROXY_MAX_IDS) {
 			atomic_fetch_sub(&w->e->be_idle[b->backend_id], 1);
@@ -923,15 +950,16 @@ static struct bconn *pool_take(struct client *c, const struct topo_backend *be, 
 		}
 		b->c = c;
 		b->writer = writer;
-		if (c->db0[0]) {
-			/* the schema survives a reset: set the one this client asked for */
+		/* the schema survives a reset: set the one this client asked for,
+		 * unless the connection is in it already (b->schema: its login's,
+		 * the last COM_INIT_DB's, or the session's at a reset park; a
+		 * clean one ran nothing that could change it) */
+		if (c->db0[0] && strcmp(b->schema, c->db0) != 0) {
 			uint8_t pkt[260];
 			size_t n = strlen(c->db0);
 			/* cached statements were parsed in another schema */
-			if (strcmp(b->schema, c->db0)) {
-				bc_clear(b, true);
-				snprintf(b->schema, sizeof(b->schema), "%s", c->db0);
-			}
+			bc_clear(b, true);
+			snprintf(b->schema, sizeof(b->schema), "%s", c->db0);
 			pkt[0] = init_db;
 			memcpy(pkt + 1, c->db0, n);
 			if (buf_put_packet(&b->out, 0, pkt, n + 1) < 0) {
@@ -1994,13 +2022,21 @@ static const struct topo_backend *pick_reader(struct client *c, const struct top
 	}
 	if (n == 0)
 		return NULL;
+	for (size_t i = 0; c->has_sticky_reader && i < n; i++)
+		if (t->backends[idx[i]].id == c->sticky_reader)
+			return &t->backends[idx[i]];
 	r = (int)(rand_r(&c->w->rnd) % (unsigned)total);
+	size_t pick = n - 1;
 	for (size_t i = 0; i < n; i++) {
 		r -= t->backends[idx[i]].weight;
-		if (r < 0)
-			return &t->backends[idx[i]];
+		if (r < 0) {
+			pick = i;
+			break;
+		}
 	}
-	return &t->backends[idx[n - 1]];
+	c->sticky_reader = t->backends[idx[pick]].id;
+	c->has_sticky_reader = true;
+	return &t->backends[idx[pick]];
 }
 
 /* A session that waits for a reader's connection keeps waiting for that
@@ -2164,7 +2200,30 @@ static struct bconn *get_reader(struct client *c, const struct topology *t, char
  * sent in the same batch), no cursor (not supported: rows are streamed), and
  * the parameter types when this connection has not had them yet.
  */
-static int build_execute(struct client *c, uint32_t xid, const uint8_t **out, size_t *outlen)
+/* Whether e (NULL: prepared in this batch) has the types last bound that
+ * the session's EXECUTE would leave out; else it notes that it gets them. */
+static bool bound_types_match(struct bstmt *e, const struct pstmt *ps)
+{
+	size_t n = 2u * ps->nparams;
+	uint8_t *copy;
+
+	if (!e)
+		return false;
+	if (e->types && e->ntypes == n && !memcmp(e->types, ps->types, n))
+		return true;
+	copy = malloc(n);
+	if (copy)
+		memcpy(copy, ps->types, n);
+	free(e->types);
+	e->types = copy;
+	e->ntypes = copy ? n : 0;
+	return false;
+}
+
+/* Rewrites the client's EXECUTE for connection statement xid (e: its cache
+ * entry, NULL when prepared in the same batch). */
+static int build_execute(struct client *c, struct bstmt *e, uint32_t xid, const uint8_t **out,
+                         size_t *outlen)
 {
 	struct pstmt *ps = c->cur_ps;
 	const uint8_t *p = c->cmd.d + c->cmd.off;
@@ -2172,10 +2231,13 @@ static int build_execute(struct client *c, uint32_t xid, const uint8_t **out, si
 	bool insert_types = false;
 
 	buf_consume(&c->scratch, buf_used(&c->scratch));
-	/* The backend statement may be shared: another session may have run it
-	 * with other types last, so the types always go along. */
+	/* The backend statement may be shared: another session may have bound
+	 * other types to it last. The client sends its types once; they go
+	 * along whenever the statement's last ones differ. */
 	if (ps->nparams > 0 && n > off && p[off] == 0 && ps->types)
-		insert_types = true;
+		insert_types = !bound_types_match(e, ps);
+	else if (ps->nparams > 0 && n > off && p[off] == 1 && ps->types && e)
+		bound_types_match(e, ps); /* ps->types are these */
 	if (insert_types) {
 		uint8_t one = 1;
 		if (buf_append(&c->scratch, p, off) < 0 || buf_append(&c->scratch, &one, 1) < 0 ||
@@ -2193,12 +2255,14 @@ static int build_execute(struct client *c, uint32_t xid, const uint8_t **out, si
 }
 
 /* Queues what an EXECUTE needs before it on this connection: a PREPARE when
- * the statement is not in its cache, and the long data. Sets *xid. */
-static int queue_ps_prereqs(struct client *c, struct bconn *b, uint32_t *xid)
+ * the statement is not in its cache, and the long data. Sets *xid, and *ep
+ * to its cache entry (NULL: prepared in this batch). */
+static int queue_ps_prereqs(struct client *c, struct bconn *b, uint32_t *xid, struct bstmt **ep)
 {
 	struct pstmt *ps = c->cur_ps;
 	struct bstmt *e = bc_find(b, ps->key);
 
+	*ep = e;
 	if (e) {
 		*xid = e->xid;
 		e->used = ++c->w->ps_tick;
@@ -2343,7 +2407,8 @@ static int send_cmd(struct client *c, struct bconn *b)
 			return r < 0 ? -1 : bconn_flush(b);
 	}
 	if (c->cur_ps && p[0] == COM_STMT_EXECUTE) {
-		if (queue_ps_prereqs(c, b, &xid) < 0 || build_execute(c, xid, &p, &n) < 0)
+		struct bstmt *e;
+		if (queue_ps_prereqs(c, b, &xid, &e) < 0 || build_execute(c, e, xid, &p, &n) < 0)
 			return -1;
 	} else if (c->cur_ps && p[0] == COM_STMT_PREPARE && !bc_find(b, c->cur_ps->key)) {
 		bc_make_room(b);
