@@ -46,7 +46,7 @@ FUZZ_TARGETS :=
 INTEG_TESTS  :=
 BPF_OBJS     :=
 
-.PHONY: all test unit fuzz integration asan valgrind run bench clean deps format
+.PHONY: all test unit fuzz integration asan asan-bins valgrind run bench clean deps format
 all:
 
 include $(sort $(wildcard bpf/module.mk userspace/*/module.mk tests/*/module.mk))
@@ -87,9 +87,18 @@ fuzz: $(FUZZ_TARGETS)
 integration: all
 	@tests/run.sh --integ "$(INTEG_TESTS)"
 
+ASAN_MAKE = $(MAKE) --no-print-directory BUILD=$(BUILD)/asan OPT=-O1 \
+	SAN_FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+
+# asan: every program (mysteerd and mysteerctl included) and the unit tests
+# built with ASan/UBSan into $(BUILD)/asan, then the unit tests run.
+# asan-bins: the same programs without running anything; the integration
+# test asan_daemon.sh runs that mysteerd (eBPF objects are built as usual).
 asan:
-	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan OPT=-O1 \
-		SAN_FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" unit
+	@$(ASAN_MAKE) unit
+
+asan-bins:
+	@$(ASAN_MAKE) all
 
 run: deps all
 	@scripts/run.sh
