@@ -65,10 +65,11 @@ $(BUILD)/obj/%.o: %.c
 deps:
 	@scripts/install-deps.sh
 
-# make test: unit tests, fuzz targets (fixed iterations), integration tests,
-# then the ASan/UBSan build of the unit tests. The runner prints one
+# make test: unit tests, fuzz targets (fixed iterations), integration tests
+# (asan_daemon.sh among them runs the ASan/UBSan mysteerd of asan-bins), then
+# the ASan/UBSan build of the unit tests. The runner prints one
 # "N passed, N failed" line and fails if anything failed.
-test: deps all $(UNIT_TESTS) $(FUZZ_TARGETS)
+test: deps all asan-bins $(UNIT_TESTS) $(FUZZ_TARGETS)
 	@tests/run.sh --unit "$(UNIT_TESTS)" --fuzz "$(FUZZ_TARGETS)" --fuzz-runs $(FUZZ_RUNS) \
 		--integ "$(INTEG_TESTS)" --valgrind "$(VALGRIND_TESTS)" --asan
 
@@ -84,7 +85,7 @@ unit: all $(UNIT_TESTS)
 fuzz: $(FUZZ_TARGETS)
 	@tests/run.sh --fuzz "$(FUZZ_TARGETS)" --fuzz-runs $(FUZZ_RUNS)
 
-integration: all
+integration: all asan-bins
 	@tests/run.sh --integ "$(INTEG_TESTS)"
 
 ASAN_MAKE = $(MAKE) --no-print-directory BUILD=$(BUILD)/asan OPT=-O1 \
