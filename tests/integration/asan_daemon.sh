@@ -82,6 +82,21 @@ measured "random and malformed commands: $out"
 check "random and malformed commands all get an answer" grep -q "timeouts 0 " <<<"$out"
 still_up "random commands"
 
+# --- the L4 relay: resets, stalls and half-closes in a 32 MB answer ----------
+out=$(python3 "$HOSTILE" relay 6446 6447 2>&1)
+rc=$?
+measured "$out"
+check "relay clients that reset, stall or half-close: as expected" [ $rc -eq 0 ]
+still_up "hostile relay clients"
+
+# --- random pipelines while the topology moves -----------------------------------
+out=$(python3 "$HOSTILE" mix $PP "${ASAN_MIX_S:-20}" "${ASAN_MIX_SEED:-1}" \
+	"$MYSTEERCTL" --socket "$T/admin.sock" 2>&1)
+rc=$?
+measured "$out"
+check "random pipelines, prepared statements and abrupt closes while draining and reloading" [ $rc -eq 0 ]
+still_up "random pipelines"
+
 # --- connect-and-close storms -------------------------------------------------
 out=$(python3 "$HOSTILE" storm 300 $PP 6446 6447 2>&1)
 rc=$?
@@ -102,19 +117,22 @@ still_up "admin garbage"
 check_eq "the backends are as configured after it" "db1 db2 db3" \
 	"$(status_json | json_get "' '.join(b['name'] for b in d['backends'])")"
 
-# --- a clean stop, with connections still open ---------------------------------
-# A 6450 session, a relay session and an admin connection are open when
-# SIGTERM comes: the stop must free them (LeakSanitizer reports at exit).
-{ echo "SELECT 1;"; sleep 30; } | mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp -N -B >/dev/null 2>&1 &
-ITEST_PIDS+=($!)
-{ echo "SELECT 1;"; sleep 30; } | mariadb --no-defaults -h127.0.0.1 -P6447 -uapp -papp -N -B >/dev/null 2>&1 &
-ITEST_PIDS+=($!)
+# --- a clean stop, with connections open and sessions busy ------------------------
+# 6450 sessions and a relay session in a statement, an admin connection, and
+# random pipelines are running when SIGTERM comes: the stop must free them
+# (LeakSanitizer reports at exit).
+for port in $PP $PP 6447; do
+	mariadb --no-defaults -h127.0.0.1 -P$port -uapp -papp -N -B -e "SELECT SLEEP(30)" >/dev/null 2>&1 &
+	ITEST_PIDS+=($!)
+done
 python3 -c "
 import socket, sys, time
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b'{\"cmd\":'); time.sleep(30)
 " "$T/admin.sock" &
 ITEST_PIDS+=($!)
-sleep 1
+python3 "$HOSTILE" mix $PP 4 2 >/dev/null 2>&1 &
+ITEST_PIDS+=($!)
+sleep 2
 itest_daemon_stop TERM
 check_eq "SIGTERM stops the ASan daemon with exit 0" 0 "$ITEST_DAEMON_RC"
 check "no sanitizer report (leaks included)" itest_sanitizer_check

@@ -4,10 +4,18 @@
   asan_hostile.py proxy PORT       16 MB headers then close, 0-length
                                    packets, pipelined commands, closes in
                                    the middle of a large result
+  asan_hostile.py relay PORT...     through the L4 relay: resets and stalls in
+                                   a large result, a half-closed client
   asan_hostile.py storm N PORT...  N connections to each port opened at
                                    once and closed at once (some with RST)
   asan_hostile.py admin SOCKET     random bytes, overlong lines and garbage
                                    JSON to the admin socket
+  asan_hostile.py mix PORT SECONDS SEED CTL...
+                                   6 threads of sessions sending random
+                                   pipelines (statements, prepared statement
+                                   commands, raw commands) and going at random
+                                   points, while CTL (a mysteerctl command
+                                   line) drains, disables and reloads
 
 Each prints what it did as '# ' lines and one summary line
 'KIND: ... errors 0'; the exit code is the number of unexpected outcomes
@@ -189,6 +197,37 @@ def proxy(port):
     print('proxy: %d cases errors %d' % (cases, errors))
 
 
+def relay(ports):
+    """Through the L4 relay (to a real server): a client that resets in the
+    middle of a large result, one that stalls then goes, one that half-closes
+    after its query and reads the answer to its end."""
+    big = b'SELECT REPEAT(\'x\', 65536) FROM hostile.seq_1_to_500'
+    cases = 0
+    for port in ports:
+        for how in ('rst', 'stall', 'half-close'):
+            s = login(port)
+            write_packet(s, 0, b'\x03' + big)
+            if how == 'half-close':
+                s.shutdown(socket.SHUT_WR)
+                s.settimeout(30)
+                got = 0
+                while True:
+                    d = s.recv(1 << 20)
+                    if not d:
+                        break
+                    got += len(d)
+                if got < 500 * 65536:
+                    bad('relay %d: half-closed client got %d bytes' % (port, got))
+                s.close()
+            else:
+                s.recv(65536)
+                if how == 'stall':
+                    time.sleep(0.5)
+                rst_close(s)
+            cases += 1
+    print('relay: %d cases errors %d' % (cases, errors))
+
+
 def storm(n, ports):
     opened = refused = 0
     for port in ports:
@@ -316,14 +355,129 @@ def admin(path):
           (sent, replied, errors))
 
 
+def pkt(body, seq=0):
+    return struct.pack('<I', len(body))[:3] + bytes([seq]) + body
+
+
+MIX_SQL = [b'SELECT 1', b'SELECT @@port', b'BEGIN', b'COMMIT', b'ROLLBACK',
+           b'START TRANSACTION READ ONLY', b'SET @a = 1', b'SET autocommit = 0',
+           b'SET autocommit = 1', b'SET time_zone = \'+01:00\'', b'USE hostile',
+           b'INSERT INTO hostile.t (v) VALUES (5)', b'SELECT LAST_INSERT_ID()',
+           b'SELECT FOUND_ROWS()', b'SHOW WARNINGS', b'DO SLEEP(0.05)',
+           b'CREATE TEMPORARY TABLE IF NOT EXISTS hostile.tmp (a INT)',
+           b'SELECT GET_LOCK(\'l\', 0)', b'SELECT RELEASE_LOCK(\'l\')',
+           b'SELECT REPEAT(\'y\', 300000) FROM hostile.seq_1_to_20',
+           b'SELECT SQL_CALC_FOUND_ROWS 1', b'SELECT 1; SELECT 2', b'SELECT * FROM nowhere',
+           b'SET SESSION session_track_system_variables = \'*\'', b'LOCK TABLES hostile.t READ',
+           b'UNLOCK TABLES', b'SELECT \'unterminated', b'/* mysteer:writer */ SELECT 1']
+
+
+def mix_session(port, rnd):
+    """One session: a random pipeline of statements, prepared statement
+    commands (real and made up ids) and raw commands, some answers read,
+    then a close, a reset or a COM_QUIT at a random point."""
+    s = login(port)
+    ids = [1, 2, 0, 0xffffffff]
+    out = []
+    for _ in range(rnd.randint(1, 25)):
+        k = rnd.random()
+        if k < 0.45:
+            out.append(pkt(b'\x03' + rnd.choice(MIX_SQL)))
+        elif k < 0.55:
+            out.append(pkt(b'\x16' + rnd.choice([b'SELECT ?, ?', b'INSERT INTO hostile.t (v) VALUES (?)',
+                                                 b'SELECT ? FROM hostile.seq_1_to_100', b'BAD ?'])))
+        elif k < 0.75:
+            sid = struct.pack('<I', rnd.choice(ids))
+            c = rnd.choice([0x17, 0x17, 0x18, 0x19, 0x1a, 0x1c])
+            body = bytes([c]) + sid
+            if c == 0x17:
+                body += b'\x00\x01\x00\x00\x00'
+                nb = rnd.choice([0, 1, 2])
+                body += os.urandom(nb) + rnd.choice([b'', b'\x01' + os.urandom(rnd.randint(0, 12)), b'\x00'])
+                body += os.urandom(rnd.randint(0, 30))
+            elif c == 0x18:
+                body += struct.pack('<H', rnd.randint(0, 3)) + os.urandom(rnd.randint(0, 5000))
+            out.append(pkt(body))
+        elif k < 0.85:
+            out.append(pkt(bytes([rnd.choice([0x00, 0x02, 0x04, 0x05, 0x09, 0x0e, 0x11, 0x1b,
+                                               0x1f, 0x1d, 0xff])]) + os.urandom(rnd.randint(0, 20))))
+        elif k < 0.9:
+            out.append(pkt(b''))
+        else:
+            out.append(pkt(os.urandom(rnd.randint(1, 50)), rnd.randint(0, 255)))
+    data = b''.join(out)
+    end = rnd.random()
+    try:
+        if end < 0.3:
+            s.sendall(data)
+            rst_close(s)
+            return 'rst'
+        if end < 0.4:
+            s.sendall(data[:rnd.randint(0, len(data))])
+            s.close()
+            return 'cut'
+        s.sendall(data)
+        s.settimeout(0.5)  # answers read until the proxy is quiet or closes
+        deadline = time.time() + 5
+        while time.time() < deadline:
+            if not s.recv(1 << 20):
+                break
+        s.close()
+        return 'read'
+    except (socket.timeout, ConnectionError, OSError):
+        s.close()
+        return 'read'
+
+
+def mix(port, seconds, seed, ctl):
+    import subprocess
+    import threading
+    counts = {}
+    lock = threading.Lock()
+    stop = time.time() + seconds
+
+    def worker(i):
+        rnd = random.Random(seed * 100 + i)
+        while time.time() < stop:
+            try:
+                r = mix_session(port, rnd)
+            except (EOFError, ConnectionError, socket.timeout, OSError):
+                r = 'refused'
+            with lock:
+                counts[r] = counts.get(r, 0) + 1
+
+    ts = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
+    for t in ts:
+        t.start()
+    changes = 0
+    rnd = random.Random(seed)
+    while ctl and time.time() < stop:  # the topology moves under the sessions
+        cmd = rnd.choice([['drain', 'db2'], ['enable', 'db2'], ['disable', 'db3'], ['enable', 'db3'],
+                          ['set', 'db2', 'weight=0'], ['set', 'db2', 'weight=1'], ['reload']])
+        subprocess.run(ctl + cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        changes += 1
+        time.sleep(0.3)
+    for t in ts:
+        t.join()
+    for cmd in (['enable', 'db2'], ['enable', 'db3'], ['reset']) if ctl else ():
+        subprocess.run(ctl + cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    print('mix: %d sessions (%s), %d topology changes, errors %d' %
+          (sum(counts.values()), ' '.join('%s %d' % kv for kv in sorted(counts.items())),
+           changes, errors))
+
+
 def main():
     kind = sys.argv[1]
     if kind == 'proxy':
         proxy(int(sys.argv[2]))
+    elif kind == 'relay':
+        relay([int(p) for p in sys.argv[2:]])
     elif kind == 'storm':
         storm(int(sys.argv[2]), [int(p) for p in sys.argv[3:]])
     elif kind == 'admin':
         admin(sys.argv[2])
+    elif kind == 'mix':
+        mix(int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), sys.argv[5:])
     else:
         print(__doc__, file=sys.stderr)
         return 2
