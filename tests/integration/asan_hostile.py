@@ -88,6 +88,13 @@ def proxy(port):
             s.sendall(b'\x03SELECT ' + b'1' * 100000)
         if stage == 'idle-whole-fragment':
             s.sendall(b'\x03' + b' ' * (0xffffff - 1))
+        if stage == 'handshake':  # refused at once: no 16 MB is kept before login
+            try:
+                n, p = read_packet(s)
+                if p[:3] != b'\xff\x81\x04':
+                    bad('16 MB header before login answered %r' % p[:20])
+            except (EOFError, ConnectionError, socket.timeout) as e:
+                bad('16 MB header before login: no ERR 1153 (%s)' % e)
         (rst_close if stage.endswith('partial') else socket.socket.close)(s)
         cases += 1
     # -- a header announcing 16 MB - 1 bytes (a last fragment), a few of them,
