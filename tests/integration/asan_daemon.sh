@@ -32,6 +32,11 @@ ITEST_PROXY_EXTRA="workers = 2
 handshake_timeout_ms = 1000
 max_client_connections = 2000
 max_packet_size = 33554432" itest_write_config "$T/mysteer.conf"
+# Tables made before the daemon starts, straight on the writer.
+sql $P1 "CREATE DATABASE IF NOT EXISTS hostile; CREATE TABLE IF NOT EXISTS hostile.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)"
+SB="sysbench --mysql-host=127.0.0.1 --mysql-user=app --mysql-password=app --mysql-db=hostile --tables=2 --table-size=2000"
+$SB --mysql-port=$P1 oltp_read_write prepare >"$T/sb-prepare.log" 2>&1 ||
+	{ echo "not ok - sysbench prepare"; tail -n 5 "$T/sb-prepare.log"; }
 itest_daemon_start "$T/mysteer.conf" || { itest_done; exit 1; }
 
 p() { mariadb --no-defaults -h127.0.0.1 -P"${2:-$PP}" -uapp -papp --connect-timeout=5 -N -B -e "$1"; }
@@ -51,13 +56,9 @@ still_up() {
 }
 
 # --- normal traffic -----------------------------------------------------------
-p "CREATE DATABASE IF NOT EXISTS hostile; CREATE TABLE IF NOT EXISTS hostile.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)"
 out=$(p "BEGIN; INSERT INTO hostile.t (v) VALUES (1); SELECT COUNT(*) FROM hostile.t; COMMIT; SET @a = 2; SELECT @a")
 check_eq "a transaction and a session variable through 6450" "1 2" "$(echo $out)"
 check_eq "a 4 MB answer through 6450" $((4 << 20)) "$(p "SELECT LENGTH(REPEAT('x', 4 << 20))")"
-SB="sysbench --mysql-host=127.0.0.1 --mysql-user=app --mysql-password=app --mysql-db=hostile --tables=2 --table-size=2000"
-$SB --mysql-port=$P1 oltp_read_write prepare >"$T/sb-prepare.log" 2>&1
-sleep 0.5
 for mode in disable auto; do
 	$SB --mysql-port=$PP --db-ps-mode=$mode --threads=4 --time=4 oltp_read_write run >"$T/sb-$mode.log" 2>&1
 	rc=$?
@@ -136,4 +137,10 @@ sleep 2
 itest_daemon_stop TERM
 check_eq "SIGTERM stops the ASan daemon with exit 0" 0 "$ITEST_DAEMON_RC"
 check "no sanitizer report (leaks included)" itest_sanitizer_check
+# A backend that died is not the daemon's doing, but it fails checks above:
+# say so, with the server's own last words.
+for port in $P1 $P2 $P3; do
+	grep -q "got signal" "$SANDBOX_DIR/$port/mysqld.err" 2>/dev/null &&
+		{ echo "# mariadbd $port crashed:"; grep -A 25 "got signal" "$SANDBOX_DIR/$port/mysqld.err" | sed 's/^/#   /'; }
+done
 itest_done
