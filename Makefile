@@ -46,7 +46,7 @@ FUZZ_TARGETS :=
 INTEG_TESTS  :=
 BPF_OBJS     :=
 
-.PHONY: all test unit fuzz integration asan valgrind run bench clean deps format
+.PHONY: all test unit fuzz integration asan asan-bins valgrind run bench clean deps format
 all:
 
 include $(sort $(wildcard bpf/module.mk userspace/*/module.mk tests/*/module.mk))
@@ -65,10 +65,11 @@ $(BUILD)/obj/%.o: %.c
 deps:
 	@scripts/install-deps.sh
 
-# make test: unit tests, fuzz targets (fixed iterations), integration tests,
-# then the ASan/UBSan build of the unit tests. The runner prints one
+# make test: unit tests, fuzz targets (fixed iterations), integration tests
+# (asan_daemon.sh among them runs the ASan/UBSan mysteerd of asan-bins), then
+# the ASan/UBSan build of the unit tests. The runner prints one
 # "N passed, N failed" line and fails if anything failed.
-test: deps all $(UNIT_TESTS) $(FUZZ_TARGETS)
+test: deps all asan-bins $(UNIT_TESTS) $(FUZZ_TARGETS)
 	@tests/run.sh --unit "$(UNIT_TESTS)" --fuzz "$(FUZZ_TARGETS)" --fuzz-runs $(FUZZ_RUNS) \
 		--integ "$(INTEG_TESTS)" --valgrind "$(VALGRIND_TESTS)" --asan
 
@@ -84,12 +85,21 @@ unit: all $(UNIT_TESTS)
 fuzz: $(FUZZ_TARGETS)
 	@tests/run.sh --fuzz "$(FUZZ_TARGETS)" --fuzz-runs $(FUZZ_RUNS)
 
-integration: all
+integration: all asan-bins
 	@tests/run.sh --integ "$(INTEG_TESTS)"
 
+ASAN_MAKE = $(MAKE) --no-print-directory BUILD=$(BUILD)/asan OPT=-O1 \
+	SAN_FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+
+# asan: every program (mysteerd and mysteerctl included) and the unit tests
+# built with ASan/UBSan into $(BUILD)/asan, then the unit tests run.
+# asan-bins: the same programs without running anything; the integration
+# test asan_daemon.sh runs that mysteerd (eBPF objects are built as usual).
 asan:
-	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan OPT=-O1 \
-		SAN_FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" unit
+	@$(ASAN_MAKE) unit
+
+asan-bins:
+	@$(ASAN_MAKE) all
 
 run: deps all
 	@scripts/run.sh

@@ -40,6 +40,11 @@ itest_init() { # name
 	mount -t bpf bpf /sys/fs/bpf || { echo "not ok - mount bpffs"; exit 1; }
 	T=$(mktemp -d "/tmp/mysteer-itest-$ITEST_NAME.XXXXXX")
 	export T
+	# Binaries of an ASan/UBSan build (BUILD=<tree>/asan) write any report
+	# to $T/sanitizer.* and stop at the first one; itest_cleanup fails the
+	# test when such a file exists. Uninstrumented binaries ignore these.
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}halt_on_error=1:abort_on_error=1:detect_leaks=1:log_path=$T/sanitizer"
+	export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}halt_on_error=1:abort_on_error=1:print_stacktrace=1:log_path=$T/sanitizer"
 	export SANDBOX_DIR=$T/sandbox
 	export SANDBOX_BASE_PORT=${SANDBOX_BASE_PORT:-3306}
 	P1=$SANDBOX_BASE_PORT P2=$((SANDBOX_BASE_PORT + 1)) P3=$((SANDBOX_BASE_PORT + 2))
@@ -64,6 +69,8 @@ itest_cleanup() {
 		kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
 	done
 	"$SANDBOX" down >/dev/null 2>&1
+	# After every process stopped: leak reports are written at exit.
+	itest_sanitizer_check || rc=1
 	if [ -n "${ITEST_CGROUP:-}" ] && [ -d "$ITEST_CGROUP" ]; then
 		# Anything still inside goes back to the parent before rmdir.
 		local parent
@@ -75,6 +82,19 @@ itest_cleanup() {
 	fi
 	if [ "${ITEST_KEEP:-0}" = 1 ]; then echo "# kept $T"; else rm -rf "$T"; fi
 	exit $rc
+}
+
+# Prints the sanitizer reports written so far (ASan, LSan, UBSan: see
+# itest_init) and returns 1 if there is any.
+itest_sanitizer_check() {
+	local f found=0
+	for f in "$T"/sanitizer.*; do
+		[ -e "$f" ] || continue
+		found=1
+		echo "not ok - sanitizer report $(basename "$f")"
+		sed 's/^/# /' "$f" | head -n 60
+	done
+	[ $found -eq 0 ]
 }
 
 # --- TAP-ish reporting -------------------------------------------------------
@@ -231,6 +251,7 @@ itest_daemon_stop() { # [signal]
 	done
 	kill -KILL "$pid" 2>/dev/null
 	wait "$pid" 2>/dev/null
+	ITEST_DAEMON_RC=$?
 	ITEST_DAEMON_PID=
 }
 

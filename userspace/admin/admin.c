@@ -33,10 +33,12 @@ struct admin {
 	/* Configs replaced by reload: other threads may still read them. */
 	struct config **retired;
 	size_t nretired;
+	struct conn *conns; /* open client connections, freed by admin_free */
 };
 
 struct conn {
 	struct admin *a;
+	struct conn *prev, *next;
 	int fd;
 	char in[ADMIN_MAX_REQUEST];
 	size_t inlen;
@@ -413,6 +415,12 @@ json_object *admin_handle(struct admin *a, const char *line)
 
 static void conn_close(struct conn *c)
 {
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		c->a->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
 	evloop_del_fd(c->a->env.d->loop, c->fd);
 	close(c->fd);
 	free(c->out);
@@ -475,9 +483,10 @@ static void on_conn(struct evloop *l, int fd, unsigned events, void *arg)
 			conn_close(c);
 			return;
 		}
+		/* memchr: a NUL byte in the request must not hide its newline */
+		char *nl = memchr(c->in + c->inlen, '\n', (size_t)r);
 		c->inlen += (size_t)r;
 		c->in[c->inlen] = '\0';
-		char *nl = strchr(c->in, '\n');
 		if (nl) {
 			*nl = '\0';
 			conn_reply(c, admin_handle(c->a, c->in));
@@ -508,6 +517,10 @@ static void on_accept(struct evloop *l, int fd, unsigned events, void *arg)
 		}
 		c->a = a;
 		c->fd = cfd;
+		c->next = a->conns;
+		if (a->conns)
+			a->conns->prev = c;
+		a->conns = c;
 	}
 }
 
@@ -624,6 +637,8 @@ void admin_free(struct admin *a)
 {
 	if (!a)
 		return;
+	while (a->conns)
+		conn_close(a->conns);
 	if (a->lfd >= 0) {
 		evloop_del_fd(a->env.d->loop, a->lfd);
 		close(a->lfd);

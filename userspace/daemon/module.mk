@@ -6,3 +6,7 @@ DAEMON_OBJS += $(BUILD)/obj/userspace/daemon/main.o $(COMMON_OBJS)
 
 $(BUILD)/mysteerd:
 	$(CC) $(LDFLAGS) $(filter %.o,$^) $(LDLIBS) -o $@
+
+# The whole daemon under ASan/UBSan with hostile clients: runs
+# $(BUILD)/asan/mysteerd, which `make test` builds first (asan-bins).
+INTEG_TESTS += tests/integration/asan_daemon.sh

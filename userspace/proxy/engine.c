@@ -70,6 +70,10 @@
 /* How long a session waits for a backend connection when the backend is at
  * pool_max_per_backend (then ERR 1040 to that statement). */
 #define POOL_WAIT_MS 10000
+/* The largest packet read before login: a handshake response (user, auth
+ * data, schema, plugin, connection attributes) is a few hundred bytes, and
+ * clients cap their connection attributes at 64 KB. */
+#define PREAUTH_MAX_PACKET (1u << 20)
 
 enum ev_type { EV_LISTEN = 1, EV_CLIENT, EV_BACKEND, EV_WAKE };
 
@@ -3067,7 +3071,11 @@ static void client_process(struct client *c)
 	while (!c->closing && !c->dead && c->st != C_BUSY) {
 		size_t total, payload;
 		uint8_t seq, *p = c->in.d + c->in.off;
-		int r = pkt_whole(p, buf_used(&c->in), e->max_packet, &total, &payload, &seq);
+		/* before login, only a handshake response or an auth switch
+		 * reply can come: an anonymous client does not get
+		 * max_packet_size bytes buffered */
+		size_t max = c->st == C_IDLE ? e->max_packet : PREAUTH_MAX_PACKET;
+		int r = pkt_whole(p, buf_used(&c->in), max, &total, &payload, &seq);
 
 		if (r == 0)
 			break;
