@@ -241,6 +241,18 @@ itest_daemon_start() { # config [extra args]
 	fi
 }
 
+# Checks that a proxy_run started by the test still runs, stops it with
+# SIGTERM (so that an ASan build writes its leak report into the log), and
+# checks a clean exit and no sanitizer report in its log. Empties ITEST_PIDS.
+itest_proxy_stop() { # pid log
+	check "the proxy is still running" kill -0 "$1"
+	kill -TERM "$1"
+	wait "$1"
+	check "the proxy stopped cleanly (exit 0)" [ $? -eq 0 ]
+	ITEST_PIDS=()
+	check "no sanitizer report in the proxy's log" bash -c "! grep -i 'sanitizer\|runtime error' '$2'"
+}
+
 itest_daemon_stop() { # [signal]
 	local sig=${1:-TERM} pid=$ITEST_DAEMON_PID i
 	[ -n "$pid" ] || return 0

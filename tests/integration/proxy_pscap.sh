@@ -35,11 +35,5 @@ ITEST_PASSED=$((ITEST_PASSED + $(grep -c '^ok' "$T/pscap.out")))
 ITEST_FAILED=$((ITEST_FAILED + $(grep -c '^not ok' "$T/pscap.out")))
 check "proxy_pscap ran to the end" grep -q "pscap: done" "$T/pscap.out"
 [ -s "$T/pscap.err" ] && sed 's/^/# /' "$T/pscap.err"
-check "the proxy is still running" kill -0 "$PROXY_PID"
-# Stopped here so that an ASan build reports leaks into the log.
-kill -TERM "$PROXY_PID"
-wait "$PROXY_PID"
-check "the proxy stopped cleanly (exit 0)" [ $? -eq 0 ]
-ITEST_PIDS=()
-check "no sanitizer report in the proxy's log" bash -c "! grep -i 'sanitizer\|runtime error' '$T/proxy.log'"
+itest_proxy_stop "$PROXY_PID" "$T/proxy.log"
 itest_done

@@ -88,11 +88,5 @@ check "never 20 (at most $max_c)" [ "$max_c" -lt 20 ]
 check "Prepared_stmt_count never above the proxy's connections (at most $max_s for at most $max_c connections)" [ "$max_s" -le "$max_c" ]
 check_eq "Prepared_stmt_count back at its start after sysbench ended" 0 $((ps1 - ps0))
 
-check "the proxy is still running" kill -0 "$PROXY_PID"
-# Stopped here so that an ASan build reports leaks into the log.
-kill -TERM "$PROXY_PID"
-wait "$PROXY_PID"
-check "the proxy stopped cleanly (exit 0)" [ $? -eq 0 ]
-ITEST_PIDS=()
-check "no sanitizer report in the proxy's log" bash -c "! grep -i 'sanitizer\|runtime error' '$T/proxy.log'"
+itest_proxy_stop "$PROXY_PID" "$T/proxy.log"
 itest_done
