@@ -159,6 +159,42 @@ PY
 cat "$T/hostile.out" | sed 's/^/# /'
 check "garbage bytes get an ERR or a close" grep -Eq "^garbage: (err|closed)" "$T/hostile.out"
 check "a silent client is dropped" grep -q "^silent: dropped" "$T/hostile.out"
+# Pipelined input behind a running statement is read only up to a bound (4 MB):
+# TCP holds the rest, and nothing is lost. 48 statements of 1 MB sent behind a
+# SELECT SLEEP(2): how many the kernel took during the sleep, then every answer.
+out=$(python3 - "$PP" "$(dirname "$0")" <<'PY' 2>&1
+import socket, sys, threading, time
+sys.path.insert(0, sys.argv[2])
+from proxy_chaos import login, write_packet, read_packet
+s = login(int(sys.argv[1])); s.settimeout(60)
+write_packet(s, 0, b'\x03SELECT SLEEP(2)')
+big = b"\x03SELECT '" + b'x' * (1 << 20) + b"'"
+sent = [0]
+def pump():
+    for _ in range(48):
+        write_packet(s, 0, big)
+        sent[0] += 1
+t = threading.Thread(target=pump, daemon=True); t.start()
+time.sleep(1.5)
+during = sent[0]
+results = rows = 0
+while results < 49:
+    n, p = read_packet(s)
+    if p[:1] == b'\xff':
+        break
+    if p[:1] == b'\xfe' and n < 9:
+        results += 1
+    elif n > (1 << 20):
+        rows += 1
+t.join(30)
+print("taken during the sleep: %d of 48; answers %d of 49, 1 MB rows %d" % (during, results, rows))
+PY
+)
+echo "# pipelined: $out"
+taken=$(echo "$out" | sed -n 's/^taken during the sleep: \([0-9]*\).*/\1/p')
+measured "pipelined 1 MB statements the kernel took while a statement ran: ${taken:-?} of 48"
+check "pipelined input is not all read while a statement runs (${taken:-?} of 48)" test "${taken:-99}" -lt 40
+check "and every pipelined statement is answered afterwards" grep -q "answers 49 of 49, 1 MB rows 48" <<<"$out"
 out=$(python3 - $PP <<'PY'
 import socket, sys
 socks, refused = [], 0

@@ -58,9 +58,12 @@
 #define CHARSET_UTF8MB4 45
 #define READ_CHUNK      65536
 #define OUT_HIGH_WATER  (4u << 20) /* stop reading a backend past this */
-#define MAX_RETRIES     2
-#define SWEEP_MS        250
-#define PROXY_MAX_IDS   TOPO_MAX_IDS
+/* stop reading a client past this much pipelined input while its command
+ * runs: TCP holds the rest, as it would in front of a server */
+#define IN_HIGH_WATER (4u << 20)
+#define MAX_RETRIES   2
+#define SWEEP_MS      250
+#define PROXY_MAX_IDS TOPO_MAX_IDS
 /* Prepared statements: per backend connection (server side, a pooled
  * connection must not eat the server's global max_prepared_stmt_count,
  * 16382 by default) and per client session (the proxy's memory). */
@@ -1251,9 +1254,17 @@ static void reap(struct worker *w)
 
 /* ---- output ---- */
 
+/* Whether to read from the client now: not while a command runs and the
+ * commands it pipelined behind it already fill IN_HIGH_WATER. */
+static bool client_reads(const struct client *c)
+{
+	return c->st != C_BUSY || buf_used(&c->in) < IN_HIGH_WATER;
+}
+
 static void client_update(struct client *c)
 {
-	uint32_t ev = EPOLLIN | EPOLLRDHUP | (buf_used(&c->out) ? EPOLLOUT : 0);
+	uint32_t ev =
+	    (client_reads(c) ? EPOLLIN | EPOLLRDHUP : 0) | (buf_used(&c->out) ? EPOLLOUT : 0);
 
 	ep_mod(c->w, c->fd, &c->events, ev, c);
 }
@@ -3117,6 +3128,15 @@ static void client_event(struct client *c, uint32_t events)
 	}
 	if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP)))
 		return;
+	if (!client_reads(c)) {
+		/* reading paused: an error or hangup (always reported) would
+		 * come back at once; the client is gone anyway */
+		if (events & (EPOLLERR | EPOLLHUP))
+			client_close(c);
+		else
+			client_update(c);
+		return;
+	}
 	for (;;) {
 		if (buf_reserve(&c->in, 16384) < 0) {
 			client_close(c);
@@ -3132,10 +3152,12 @@ static void client_event(struct client *c, uint32_t events)
 			return;
 		}
 		c->in.len += (size_t)n;
-		if (c->in.len < c->in.cap)
+		if (c->in.len < c->in.cap || !client_reads(c))
 			break;
 	}
 	client_process(c);
+	if (!c->dead)
+		client_update(c);
 }
 
 /* ---- workers ---- */
