@@ -82,6 +82,18 @@ done
 measured "SQL_CALC_FOUND_ROWS then FOUND_ROWS(): $good/10 right and on the read's backend, $on_replica/10 reads on a replica"
 check "SQL_CALC_FOUND_ROWS reads ran on replicas" [ "$on_replica" -ge 8 ]
 check_eq "FOUND_ROWS() runs where the SQL_CALC_FOUND_ROWS read ran and counts its rows" 10 "$good"
+# ... and after a plain read, whose clean connection went back to the pool:
+# it comes back for FOUND_ROWS() (the rows that read returned, 3 here)
+good=0 on_replica=0
+for i in $(seq 1 10); do
+	out=$(p "SELECT @@port FROM t.k LIMIT 3; SELECT FOUND_ROWS(), @@port")
+	read -r rport _ _ frows fport <<<"$(echo $out)"
+	[ "$rport" != $P1 ] && on_replica=$((on_replica + 1))
+	[ "$fport" = "$rport" ] && [ "$frows" = 3 ] && good=$((good + 1))
+done
+measured "plain read then FOUND_ROWS(): $good/10 right and on the read's backend, $on_replica/10 reads on a replica"
+check "plain reads ran on replicas" [ "$on_replica" -ge 8 ]
+check_eq "FOUND_ROWS() after a plain read counts the rows it returned, on its connection" 10 "$good"
 r2=$(com $P2 Com_select) r3=$(com $P3 Com_select) seen=0 on_replica=0
 for i in $(seq 1 20); do
 	out=$(p "INSERT INTO t.k (v) VALUES ('ryw$i'); SELECT COUNT(*), @@port FROM t.k WHERE v='ryw$i'")

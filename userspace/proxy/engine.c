@@ -193,6 +193,11 @@ struct client {
 	 * replica per session, chosen by weight (pick_reader) */
 	uint32_t sticky_reader;
 	bool has_sticky_reader;
+	/* the previous statement's connection went back to the pool clean: it
+	 * is that pooled connection while its takes count is still this one
+	 * (reclaim_last: FOUND_ROWS() after a plain read) */
+	bool has_parked_last;
+	uint64_t parked_takes;
 	struct pstmt *stmts, *cur_ps;
 	char last_gtid[64]; /* of the session's last write, from the writer's OK */
 	uint32_t next_stmt_id;
@@ -244,6 +249,7 @@ struct bconn {
 	/* in the worker's pool (c == NULL): whose it may become */
 	bool pooled, resetting;
 	const struct client *last_owner; /* compared, never followed: pool_take */
+	uint64_t takes;                  /* times taken from the pool */
 	struct bconn *pool_next;
 	struct bconn *warm_next; /* in the worker's list of warm logins */
 	uint64_t idle_since;
@@ -824,7 +830,7 @@ static int pool_count(struct worker *w, uint32_t backend_id)
  * cleanly, leave it clean: its cached statements (struct bstmt) survive the
  * park and serve the next sessions; a reset drops them.
  */
-static void pool_park(struct client *c, struct bconn *b)
+static bool pool_park(struct client *c, struct bconn *b)
 {
 	struct worker *w = c->w;
 	static const uint8_t reset[1] = {COM_RESET_CONNECTION};
@@ -842,7 +848,7 @@ static void pool_park(struct client *c, struct bconn *b)
 	     (atomic_load(&w->e->be_active[id]) > (uint64_t)atomic_load(&w->e->pool_max) ||
 	      atomic_load(&w->e->be_waiting[id]) > w->wait_n[id]))) {
 		bconn_free(b);
-		return;
+		return false;
 	}
 	if (c->wconn == b)
 		c->wconn = NULL;
@@ -851,7 +857,7 @@ static void pool_park(struct client *c, struct bconn *b)
 	b->c = NULL;
 	if (must_reset && buf_put_packet(&b->out, 0, reset, sizeof(reset)) < 0) {
 		bconn_free(b);
-		return;
+		return false;
 	}
 	snprintf(b->pool_user, sizeof(b->pool_user), "%s", c->user);
 	b->pool_caps = c->caps;
@@ -886,8 +892,11 @@ static void pool_park(struct client *c, struct bconn *b)
 		                            : &w->e->be_clean[b->backend_id],
 		                 1);
 	}
-	if (bconn_flush(b) < 0)
+	if (bconn_flush(b) < 0) {
 		bconn_free(b);
+		return false;
+	}
+	return !must_reset;
 }
 
 /* The reset's answer, or anything a pooled connection says (the server closing
@@ -924,6 +933,51 @@ static void pool_event(struct bconn *b, uint32_t events)
 }
 
 /* A reset connection of this backend for this client, if one is idle. */
+/* Takes *pp out of the worker's pool for c. */
+static struct bconn *pool_unlink(struct client *c, struct bconn **pp)
+{
+	struct bconn *b = *pp;
+	struct worker *w = c->w;
+
+	*pp = b->pool_next;
+	b->pooled = false;
+	b->takes++;
+	if (b->backend_id < PROXY_MAX_IDS) {
+		atomic_fetch_sub(&w->e->be_idle[b->backend_id], 1);
+		atomic_fetch_add(&w->e->be_reused[b->backend_id], 1);
+	}
+	b->c = c;
+	return b;
+}
+
+/*
+ * The previous statement's connection, back from the pool when nobody took
+ * it since the session parked it clean (no reset: its server-side state is
+ * the previous statement's), for a statement that reads that state
+ * (FOUND_ROWS() after a plain read). false when it is gone or taken.
+ */
+static bool reclaim_last(struct client *c)
+{
+	if (!c->has_parked_last)
+		return false;
+	c->has_parked_last = false;
+	for (struct bconn **pp = &c->w->pool; *pp; pp = &(*pp)->pool_next) {
+		struct bconn *b = *pp;
+		if (b->last_owner != c || b->takes != c->parked_takes || b->resetting)
+			continue;
+		if (b->writer ? c->wconn != NULL : c->rconn != NULL)
+			return false;
+		pool_unlink(c, pp);
+		if (b->writer)
+			c->wconn = b;
+		else
+			c->rconn = b;
+		c->last = b;
+		return true;
+	}
+	return false;
+}
+
 static struct bconn *pool_take(struct client *c, const struct topo_backend *be, bool writer)
 {
 	struct worker *w = c->w;
@@ -948,14 +1002,7 @@ static struct bconn *pool_take(struct client *c, const struct topo_backend *be, 
 		}
 	}
 	if (found) {
-		struct bconn *b = *found;
-		*found = b->pool_next;
-		b->pooled = false;
-		if (b->backend_id < PROXY_MAX_IDS) {
-			atomic_fetch_sub(&w->e->be_idle[b->backend_id], 1);
-			atomic_fetch_add(&w->e->be_reused[b->backend_id], 1);
-		}
-		b->c = c;
+		struct bconn *b = pool_unlink(c, found);
 		b->writer = writer;
 		/* the schema survives a reset: set the one this client asked for,
 		 * unless the connection is in it already (b->schema: its login's,
@@ -1193,11 +1240,17 @@ static bool state_pins(const struct client *c, const struct bconn *b)
  * next session), unless the session's state forbids it. */
 static void mux_release(struct client *c, struct bconn *b)
 {
+	bool was_last = c->last == b;
+	uint64_t takes = b->takes;
+
 	if (!may_release(c, b))
 		return;
-	if (c->last == b)
+	if (was_last)
 		c->last = NULL;
-	pool_park(c, b);
+	if (pool_park(c, b) && was_last) {
+		c->has_parked_last = true;
+		c->parked_takes = takes;
+	}
 }
 
 /*
@@ -1871,6 +1924,7 @@ static void on_answer_done(struct client *c, struct bconn *b)
 		ps_drop_longdata(c, c->cur_ps);
 	c->cur_ps = NULL;
 	c->last = b;
+	c->has_parked_last = false;
 	c->cur_hist = false;
 	cmd_done(c);
 	buf_trim(&b->in);
@@ -2728,9 +2782,10 @@ static void decide(struct client *c, enum cls_token tok, uint32_t flags, enum cl
 			c->route = R_TRX; /* the server refuses it inside READ ONLY */
 			return;
 		}
-		/* SELECT FOUND_ROWS() after a SQL_CALC_FOUND_ROWS read on a replica:
-		 * the answer is on that replica's connection (kept for it) */
-		if (reason == CLS_R_PREV_RESULT && c->last && !is_ps) {
+		/* SELECT FOUND_ROWS() after a read on a replica: the answer is on
+		 * that replica's connection, kept after a SQL_CALC_FOUND_ROWS read,
+		 * back from the pool after a plain one if nobody took it since */
+		if (reason == CLS_R_PREV_RESULT && !is_ps && (c->last || reclaim_last(c))) {
 			c->route = R_LAST;
 			return;
 		}
