@@ -49,6 +49,7 @@
 #include <unistd.h>
 
 #include "classify/classify.h"
+#include "common/testenv.h"
 #include "common/log.h"
 #include "common/topology.h"
 #include "proxy/routines.h"
@@ -283,7 +284,7 @@ struct proxy_engine {
 	size_t nusers;
 	int max_clients, handshake_timeout_ms;
 	uint32_t max_packet;
-	uint32_t ps_per_conn, ps_per_session; /* prepared statement caps (test_env_u32) */
+	uint32_t ps_per_conn, ps_per_session; /* prepared statement caps (testenv.h) */
 	_Atomic int ryw_mode, ryw_ms;
 	_Atomic int pool_max, pool_idle_ms, pool_min_idle;
 	_Atomic int nclients;
@@ -1656,69 +1657,80 @@ static const uint8_t *find_icase(const uint8_t *p, size_t n, const char *word)
 	return NULL;
 }
 
-/* A statement of the session's history that sets session_track_system_variables. */
-static const uint8_t *sets_tracking(const uint8_t *p, size_t n)
+#define TRACK_VARS  "session_track_system_variables"
+#define TRACK_STATE "session_track_state_change"
+
+/* Where a command of the session's history names that variable (a SET of
+ * it, as the classifier made it a session statement), or NULL. */
+static const uint8_t *names_var(const uint8_t *p, size_t n, const char *var)
 {
 	if (n < 1 || p[0] != COM_QUERY)
 		return NULL;
-	return find_icase(p + 1, n - 1, "session_track_system_variables");
+	return find_icase(p + 1, n - 1, var);
 }
 
-/* A statement of the session's history that sets session_track_state_change. */
-static const uint8_t *sets_state_tracking(const uint8_t *p, size_t n)
+/* The text after var in the session's last SET of it (*rest bytes), or
+ * NULL when the client never set it. */
+static const uint8_t *last_set(const struct client *c, const char *var, size_t *rest)
 {
-	if (n < 1 || p[0] != COM_QUERY)
-		return NULL;
-	return find_icase(p + 1, n - 1, "session_track_state_change");
+	for (size_t i = c->nhist; i-- > 0;) {
+		const struct hist *h = &c->hist[i];
+		const uint8_t *at = names_var(h->p, h->n, var);
+
+		if (!at)
+			continue;
+		at += strlen(var);
+		*rest = h->n - (size_t)(at - h->p);
+		return at;
+	}
+	return NULL;
 }
 
 /*
- * Whether the client itself turned session_track_state_change on: the last
- * SET of it in the history gives ON, 1 or TRUE. Otherwise the state-change
- * entries the writer reports are the proxy's own.
+ * Whether the client itself turned session_track_state_change on: its last
+ * SET of it gives ON, 1 or TRUE. Otherwise the state-change entries the
+ * writer reports are the proxy's own.
  */
 static bool client_tracks_state(const struct client *c)
 {
 	static const char *const on[] = {"on", "1", "true"};
+	size_t rest;
+	const uint8_t *at = last_set(c, TRACK_STATE, &rest);
 
-	for (size_t i = c->nhist; i-- > 0;) {
-		const struct hist *h = &c->hist[i];
-		const uint8_t *at = sets_state_tracking(h->p, h->n), *end = h->p + h->n;
-
-		if (!at)
-			continue;
-		at += strlen("session_track_state_change");
-		while (at < end && (*at == ' ' || *at == '=' || *at == '\t' || *at == '\n'))
-			at++;
-		for (size_t k = 0; k < sizeof(on) / sizeof(on[0]); k++) {
-			size_t l = strlen(on[k]);
-			if ((size_t)(end - at) >= l && !strncasecmp((const char *)at, on[k], l) &&
-			    ((size_t)(end - at) == l || !isalnum((unsigned char)at[l])))
-				return true;
-		}
-		return false;
+	while (at && rest > 0 && (*at == ' ' || *at == '=' || *at == '\t' || *at == '\n')) {
+		at++;
+		rest--;
+	}
+	for (size_t k = 0; at && k < sizeof(on) / sizeof(on[0]); k++) {
+		size_t l = strlen(on[k]);
+		if (rest >= l && !strncasecmp((const char *)at, on[k], l) &&
+		    (rest == l || !isalnum(at[l])))
+			return true;
 	}
 	return false;
 }
 
 /*
  * Whether the client asked for last_gtid in its session-state information:
- * the last SET of session_track_system_variables in its history names it, or
- * '*'. Otherwise the last_gtid the servers report is the proxy's own.
+ * its last SET of session_track_system_variables names it, or '*'.
+ * Otherwise the last_gtid the servers report is the proxy's own.
  */
 static bool client_tracks_gtid(const struct client *c)
 {
-	for (size_t i = c->nhist; i-- > 0;) {
-		const struct hist *h = &c->hist[i];
-		const uint8_t *at = sets_tracking(h->p, h->n);
-		size_t rest;
+	size_t rest;
+	const uint8_t *at = last_set(c, TRACK_VARS, &rest);
 
-		if (!at)
-			continue;
-		rest = h->n - (size_t)(at - h->p);
-		return find_icase(at, rest, "last_gtid") || memchr(at, '*', rest);
-	}
-	return false;
+	return at && (find_icase(at, rest, "last_gtid") || memchr(at, '*', rest));
+}
+
+/* A command of the session that sets a tracking variable replaces the
+ * proxy's own setting on b: track_prologue sets it again before the next. */
+static void tracking_replaced(struct bconn *b, const uint8_t *p, size_t n)
+{
+	if (names_var(p, n, TRACK_VARS))
+		b->tracking_gtid = false;
+	if (names_var(p, n, TRACK_STATE))
+		b->tracking_state = false;
 }
 
 /*
@@ -2271,7 +2283,7 @@ static struct bconn *get_reader(struct client *c, const struct topology *t, char
  */
 /* Whether e (NULL: prepared in this batch) has the types last bound that
  * the session's EXECUTE would leave out; else it notes that it gets them. */
-static bool bound_types_match(struct bstmt *e, const struct pstmt *ps)
+static bool types_already_bound(struct bstmt *e, const struct pstmt *ps)
 {
 	size_t n = 2u * ps->nparams;
 	uint8_t *copy;
@@ -2304,9 +2316,9 @@ static int build_execute(struct client *c, struct bstmt *e, uint32_t xid, const 
 	 * other types to it last. The client sends its types once; they go
 	 * along whenever the statement's last ones differ. */
 	if (ps->nparams > 0 && n > off && p[off] == 0 && ps->types)
-		insert_types = !bound_types_match(e, ps);
+		insert_types = !types_already_bound(e, ps);
 	else if (ps->nparams > 0 && n > off && p[off] == 1 && ps->types && e)
-		bound_types_match(e, ps); /* ps->types are these */
+		types_already_bound(e, ps); /* ps->types are these */
 	if (insert_types) {
 		uint8_t one = 1;
 		if (buf_append(&c->scratch, p, off) < 0 || buf_append(&c->scratch, &one, 1) < 0 ||
@@ -2463,10 +2475,7 @@ static int send_cmd(struct client *c, struct bconn *b)
 			return -1;
 		b->internal++;
 		b->dirty = true;
-		if (sets_tracking(h->p, h->n))
-			b->tracking_gtid = false; /* the client's list replaced the proxy's */
-		if (sets_state_tracking(h->p, h->n))
-			b->tracking_state = false;
+		tracking_replaced(b, h->p, h->n);
 	}
 	if (track_prologue(c, b) < 0)
 		return -1;
@@ -2484,14 +2493,10 @@ static int send_cmd(struct client *c, struct bconn *b)
 	}
 	if (buf_put_packet(&b->out, 0, p, n) < 0)
 		return -1;
-	/* a SET of the list replaces the proxy's last_gtid: the next command
-	 * adds it again */
-	if (c->cur_hist && sets_tracking(p, n))
-		b->tracking_gtid = false;
-	if (c->cur_hist && sets_state_tracking(p, n))
-		b->tracking_state = false;
-	if (c->cur_hist)
+	if (c->cur_hist) {
+		tracking_replaced(b, p, n);
 		b->hist_applied = c->nhist;
+	}
 	b->state_changed = false;
 	b->state_tracked = b->tracking_state;
 	resp_init(&b->rt, next_kind(b), b->caps);
@@ -3569,26 +3574,6 @@ static int worker_init(struct worker *w, struct proxy_engine *e, const char *add
 	return 0;
 }
 
-/* The caps above and the pool wait's bound; tests make them small with
- * MYSTEER_TEST_PS_PER_CONN, MYSTEER_TEST_PS_PER_SESSION and
- * MYSTEER_TEST_POOL_WAIT_MS (test-only, not config keys). */
-static uint32_t test_env_u32(const char *name, uint32_t dflt)
-{
-	const char *v = getenv(name);
-	char *end;
-	unsigned long n;
-
-	if (!v || !*v)
-		return dflt;
-	errno = 0;
-	n = strtoul(v, &end, 10);
-	if (errno || *end || n == 0 || n > 1000000) {
-		log_warn("proxy: ignoring %s=%s (want 1..1000000)", name, v);
-		return dflt;
-	}
-	return (uint32_t)n;
-}
-
 struct proxy_engine *proxy_engine_start(const struct config *cfg, const char *addr, uint16_t port,
                                         char *err, size_t errlen)
 {
@@ -3604,9 +3589,11 @@ struct proxy_engine *proxy_engine_start(const struct config *cfg, const char *ad
 	e->handshake_timeout_ms = cfg->handshake_timeout_ms;
 	e->max_packet = cfg->max_packet_size;
 	e->next_conn_id = 1;
-	e->ps_per_conn = test_env_u32("MYSTEER_TEST_PS_PER_CONN", PS_PER_CONN);
-	e->ps_per_session = test_env_u32("MYSTEER_TEST_PS_PER_SESSION", PS_PER_SESSION);
-	e->wait_ms = test_env_u32("MYSTEER_TEST_POOL_WAIT_MS", POOL_WAIT_MS);
+	/* test-only, not config keys: tests make them small */
+	e->ps_per_conn = (uint32_t)test_env_uint("MYSTEER_TEST_PS_PER_CONN", PS_PER_CONN, 1000000);
+	e->ps_per_session =
+	    (uint32_t)test_env_uint("MYSTEER_TEST_PS_PER_SESSION", PS_PER_SESSION, 1000000);
+	e->wait_ms = (uint32_t)test_env_uint("MYSTEER_TEST_POOL_WAIT_MS", POOL_WAIT_MS, 1000000);
 	proxy_engine_reload(e, cfg);
 	e->workers = calloc((size_t)n, sizeof(*e->workers));
 	if (!e->workers || !e->users) {

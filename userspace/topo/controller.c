@@ -31,6 +31,7 @@
 
 #include "common/evloop.h"
 #include "common/log.h"
+#include "common/testenv.h"
 #include "probe/probe.h"
 #include "topo/resolver.h"
 #include "topo/rules.h"
@@ -657,19 +658,6 @@ out:
 	free(extra);
 }
 
-/* A test-only override of a period: a positive number of ms, else dflt. */
-static uint64_t test_env_ms(const char *name, uint64_t dflt)
-{
-	const char *env = getenv(name);
-	char *end;
-	unsigned long long v;
-
-	if (!env || !*env)
-		return dflt;
-	v = strtoull(env, &end, 10);
-	return *end == '\0' && v > 0 ? v : dflt;
-}
-
 void controller_set_id_hooks(struct controller *c, const struct controller_id_hooks *h)
 {
 	c->hooks = *h;
@@ -683,8 +671,9 @@ struct controller *controller_new(struct evloop *l)
 	c->l = l;
 	c->next_id = 0;
 	c->writer_id = UINT32_MAX;
-	c->resolve_period_ms = test_env_ms("MYSTEER_TEST_RESOLVE_MS", RESOLVE_PERIOD_MS);
-	c->id_reuse_ms = test_env_ms("MYSTEER_TEST_ID_REUSE_MS", ID_REUSE_MS);
+	c->resolve_period_ms =
+	    test_env_uint("MYSTEER_TEST_RESOLVE_MS", RESOLVE_PERIOD_MS, 86400000);
+	c->id_reuse_ms = test_env_uint("MYSTEER_TEST_ID_REUSE_MS", ID_REUSE_MS, 86400000);
 	c->res = resolver_new(l, on_resolved, c);
 	if (!c->res) {
 		free(c);
