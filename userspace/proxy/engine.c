@@ -62,6 +62,8 @@
 /* stop reading a client past this much pipelined input while its command
  * runs: TCP holds the rest, as it would in front of a server */
 #define IN_HIGH_WATER (4u << 20)
+/* a session gets back the connection it parked this recently (pool_take) */
+#define AFFINITY_MS   5
 #define MAX_RETRIES   2
 #define SWEEP_MS      250
 #define PROXY_MAX_IDS TOPO_MAX_IDS
@@ -250,6 +252,7 @@ struct bconn {
 	/* in the worker's pool (c == NULL): whose it may become */
 	bool pooled, resetting;
 	const struct client *last_owner; /* compared, never followed: pool_take */
+	uint64_t parked_ms;              /* now_ms() when last_owner parked it */
 	uint64_t takes;                  /* times taken from the pool */
 	struct bconn *pool_next;
 	struct bconn *warm_next; /* in the worker's list of warm logins */
@@ -884,6 +887,7 @@ static bool pool_park(struct client *c, struct bconn *b)
 	}
 	b->pooled = true;
 	b->last_owner = c;
+	b->parked_ms = now_ms();
 	b->pool_next = w->pool;
 	w->pool = b;
 	w->kick = true; /* a waiter of this worker may take it */
@@ -985,10 +989,12 @@ static struct bconn *pool_take(struct client *c, const struct topo_backend *be, 
 	static const uint8_t init_db = COM_INIT_DB;
 
 	struct bconn **found = NULL;
+	uint64_t now = now_ms();
 
-	/* The connection this session gave back last, when it is idle still:
-	 * a session that keeps sending keeps one connection (and the server
-	 * one thread), as without multiplexing; else the one parked last. */
+	/* The connection this session gave back moments ago, when it is idle
+	 * still: a session that keeps sending keeps one connection (and the
+	 * server one thread), as without multiplexing. Else the one parked
+	 * last, so that connections a quiet load does not need idle out. */
 	for (struct bconn **pp = &w->pool; *pp; pp = &(*pp)->pool_next) {
 		struct bconn *b = *pp;
 		if (b->backend_id != be->id || b->resetting || b->pool_caps != c->caps ||
@@ -997,7 +1003,7 @@ static struct bconn *pool_take(struct client *c, const struct topo_backend *be, 
 			continue;
 		if (!found)
 			found = pp;
-		if (b->last_owner == c) {
+		if (b->last_owner == c && now - b->parked_ms <= AFFINITY_MS) {
 			found = pp;
 			break;
 		}
