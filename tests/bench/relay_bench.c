@@ -143,7 +143,7 @@ static void chain_open(enum path p, struct chain *c, struct sockmap_path *sm)
 		sockmap_pair(sm, c->a, c->b);
 		return;
 	}
-	c->relay = relay_new(p == P_COPY ? RELAY_COPY : RELAY_SPLICE, err, sizeof(err));
+	c->relay = relay_new(p == P_COPY ? RELAY_COPY : RELAY_SPLICE, 1, err, sizeof(err));
 	if (!c->relay) {
 		fprintf(stderr, "relay_bench: %s\n", err);
 		exit(1);

@@ -114,7 +114,7 @@ static void *reader(void *p)
 START_TEST(stream_both_ways_with_half_close)
 {
 	char err[128];
-	struct relay *r = relay_new(modes[_i], err, sizeof(err));
+	struct relay *r = relay_new(modes[_i], 2, err, sizeof(err));
 	ck_assert_msg(r != NULL, "%s", err);
 	int cli, rc_cli, rc_srv, srv;
 	tcp_pair(&cli, &rc_cli);
@@ -162,7 +162,7 @@ END_TEST
 START_TEST(backpressure_bounds_buffering)
 {
 	char err[128];
-	struct relay *r = relay_new(modes[_i], err, sizeof(err));
+	struct relay *r = relay_new(modes[_i], 2, err, sizeof(err));
 	ck_assert_msg(r != NULL, "%s", err);
 	int cli, rc_cli, rc_srv, srv;
 	tcp_pair(&cli, &rc_cli);
@@ -195,7 +195,7 @@ END_TEST
 START_TEST(message_with_fin_is_passed_on)
 {
 	char err[128];
-	struct relay *r = relay_new(modes[_i], err, sizeof(err));
+	struct relay *r = relay_new(modes[_i], 2, err, sizeof(err));
 	ck_assert_msg(r != NULL, "%s", err);
 	for (int i = 0; i < 200; i++) {
 		int cli, rc_cli, rc_srv, srv;
@@ -229,7 +229,7 @@ END_TEST
 START_TEST(listener_relays_to_backend)
 {
 	char err[128];
-	struct relay *r = relay_new(modes[_i], err, sizeof(err));
+	struct relay *r = relay_new(modes[_i], 2, err, sizeof(err));
 	ck_assert_msg(r != NULL, "%s", err);
 	struct sockaddr_in be;
 	int bl = listen_lo(&be);
@@ -270,7 +270,7 @@ END_TEST
 START_TEST(refused_backend_resets_client)
 {
 	char err[128];
-	struct relay *r = relay_new(modes[_i], err, sizeof(err));
+	struct relay *r = relay_new(modes[_i], 2, err, sizeof(err));
 	ck_assert_msg(r != NULL, "%s", err);
 	struct sockaddr_in be;
 	int bl = listen_lo(&be);

@@ -31,6 +31,7 @@
 
 #include "common/evloop.h"
 #include "common/log.h"
+#include "common/testenv.h"
 #include "maps/errlisten.h"
 #include "maps/maps.h"
 #include "relay/handoff.h"
@@ -487,7 +488,9 @@ static int lookup_start(struct daemon_ctx *d, char *err, size_t errlen)
 	}
 	snprintf(S.pin_dir, sizeof(S.pin_dir), "%s", cfg->bpffs_dir);
 	S.nroutes = cfg->nroutes;
-	S.relay = relay_new(relay_default_mode(), err, errlen);
+	/* One relay thread per core (0); the override is for A/B benches. */
+	unsigned threads = (unsigned)test_env_uint("MYSTEER_TEST_RELAY_THREADS", 0, 64);
+	S.relay = relay_new(relay_default_mode(), threads, err, errlen);
 	if (!S.relay)
 		return -1;
 	S.errl = errl_new(d->loop, cfg->relay_address, cfg->nroutes, err, errlen);

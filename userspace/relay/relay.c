@@ -85,6 +85,11 @@ struct relay {
 	struct pair *ready, *graveyard;
 
 	struct relay_stats st; /* updated with __atomic builtins */
+
+	/* Threads that only carry pairs handed to them by this one, which
+	 * keeps the listeners and deals accepted pairs out in turn. */
+	struct relay **shards;
+	size_t nshards, next_shard;
 };
 
 /* Plain copy beat splice(2) on both the bulk stream and the ping-pong rate
@@ -423,6 +428,19 @@ static int connect_backend(const struct sockaddr_storage *dst, socklen_t len)
 	return fd;
 }
 
+static int queue_pair(struct relay *r, int cfd, int bfd);
+
+/* Pairs go to the threads in turn: a thread of its own per core keeps one
+ * busy pair, or one preempted thread, from holding up the others. */
+static int deal_pair(struct relay *r, int cfd, int bfd)
+{
+	size_t k = r->next_shard++ % (r->nshards + 1);
+
+	if (k == 0)
+		return pair_start(r, cfd, bfd);
+	return queue_pair(r->shards[k - 1], cfd, bfd);
+}
+
 static void accept_on(struct relay *r, uint32_t id)
 {
 	pthread_mutex_lock(&r->mu);
@@ -451,7 +469,7 @@ static void accept_on(struct relay *r, uint32_t id)
 			close(cfd);
 			continue;
 		}
-		if (pair_start(r, cfd, bfd) < 0) {
+		if (deal_pair(r, cfd, bfd) < 0) {
 			close(cfd);
 			close(bfd);
 		}
@@ -570,7 +588,8 @@ size_t relay_backend_ids(struct relay *r, uint32_t *ids, size_t max)
 	return n;
 }
 
-int relay_add_pair(struct relay *r, int fd_client, int fd_backend)
+/* Hands a pair to r's thread. */
+static int queue_pair(struct relay *r, int fd_client, int fd_backend)
 {
 	pthread_mutex_lock(&r->mu);
 	if (r->nin == r->capin) {
@@ -591,13 +610,29 @@ int relay_add_pair(struct relay *r, int fd_client, int fd_backend)
 	return write(r->wake_fd, &one, sizeof(one)) == sizeof(one) ? 0 : -1;
 }
 
+int relay_add_pair(struct relay *r, int fd_client, int fd_backend)
+{
+	pthread_mutex_lock(&r->mu);
+	size_t k = r->next_shard++ % (r->nshards + 1);
+	pthread_mutex_unlock(&r->mu);
+	return queue_pair(k ? r->shards[k - 1] : r, fd_client, fd_backend);
+}
+
+static void stats_add(struct relay_stats *s, struct relay *r)
+{
+	s->accepted += __atomic_load_n(&r->st.accepted, __ATOMIC_RELAXED);
+	s->active += __atomic_load_n(&r->st.active, __ATOMIC_RELAXED);
+	s->connect_failed += __atomic_load_n(&r->st.connect_failed, __ATOMIC_RELAXED);
+	s->bytes_up += __atomic_load_n(&r->st.bytes_up, __ATOMIC_RELAXED);
+	s->bytes_down += __atomic_load_n(&r->st.bytes_down, __ATOMIC_RELAXED);
+}
+
 void relay_get_stats(struct relay *r, struct relay_stats *s)
 {
-	s->accepted = __atomic_load_n(&r->st.accepted, __ATOMIC_RELAXED);
-	s->active = __atomic_load_n(&r->st.active, __ATOMIC_RELAXED);
-	s->connect_failed = __atomic_load_n(&r->st.connect_failed, __ATOMIC_RELAXED);
-	s->bytes_up = __atomic_load_n(&r->st.bytes_up, __ATOMIC_RELAXED);
-	s->bytes_down = __atomic_load_n(&r->st.bytes_down, __ATOMIC_RELAXED);
+	memset(s, 0, sizeof(*s));
+	stats_add(s, r);
+	for (size_t i = 0; i < r->nshards; i++)
+		stats_add(s, r->shards[i]);
 }
 
 /* ---- the thread ---- */
@@ -670,7 +705,7 @@ static void *relay_thread(void *arg)
 	return NULL;
 }
 
-struct relay *relay_new(enum relay_mode mode, char *err, size_t errlen)
+static struct relay *relay_new_one(enum relay_mode mode, char *err, size_t errlen)
 {
 	struct relay *r = calloc(1, sizeof(*r));
 
@@ -705,10 +740,38 @@ fail:
 	return NULL;
 }
 
+struct relay *relay_new(enum relay_mode mode, unsigned threads, char *err, size_t errlen)
+{
+	if (threads == 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		threads = n > 0 ? (unsigned)n : 1;
+	}
+	struct relay *r = relay_new_one(mode, err, errlen);
+	if (!r || threads == 1)
+		return r;
+	r->shards = calloc(threads - 1, sizeof(*r->shards));
+	if (!r->shards) {
+		snprintf(err, errlen, "relay: out of memory");
+		relay_free(r);
+		return NULL;
+	}
+	for (; r->nshards < threads - 1; r->nshards++) {
+		r->shards[r->nshards] = relay_new_one(mode, err, errlen);
+		if (!r->shards[r->nshards]) {
+			relay_free(r);
+			return NULL;
+		}
+	}
+	return r;
+}
+
 void relay_free(struct relay *r)
 {
 	if (!r)
 		return;
+	for (size_t i = 0; i < r->nshards; i++)
+		relay_free(r->shards[i]);
+	free(r->shards);
 	if (r->running) {
 		uint64_t one = 1;
 		__atomic_store_n(&r->stop, true, __ATOMIC_RELEASE);

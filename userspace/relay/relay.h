@@ -43,9 +43,11 @@ const char *relay_mode_name(enum relay_mode m);
 /* "copy" | "splice"; -1 when unknown. */
 int relay_mode_parse(const char *s);
 
-/* Creates the relay and starts its thread. NULL with a reason in err. */
-struct relay *relay_new(enum relay_mode mode, char *err, size_t errlen);
-/* Stops the thread, closes every listener and every pair. */
+/* Creates the relay and starts its threads (0: one per core); the first
+ * accepts on every listener and deals the pairs out to all of them in turn.
+ * NULL with a reason in err. */
+struct relay *relay_new(enum relay_mode mode, unsigned threads, char *err, size_t errlen);
+/* Stops the threads, closes every listener and every pair. */
 void relay_free(struct relay *r);
 
 /*
