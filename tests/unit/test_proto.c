@@ -145,6 +145,27 @@ START_TEST(response_roundtrip)
 }
 END_TEST
 
+/* The pooled scrambles: printable, never NUL, not repeated across a refill
+ * of the pool, and the bytes handed out are wiped from it. */
+START_TEST(scramble_pool)
+{
+	static struct rnd_pool rp;
+	enum { N = 450 }; /* more than two pools' worth (204 per 4 KB) */
+	static uint8_t seen[N][SCRAMBLE_LEN];
+
+	for (int n = 0; n < N; n++) {
+		ck_assert_int_eq(scramble_fill_pooled(&rp, seen[n]), 0);
+		for (int i = 0; i < SCRAMBLE_LEN; i++)
+			ck_assert(seen[n][i] >= 0x21 && seen[n][i] < 0x21 + 94);
+		for (int m = 0; m < n; m++)
+			ck_assert(memcmp(seen[m], seen[n], SCRAMBLE_LEN) != 0);
+		size_t used = sizeof(rp.buf) - rp.left;
+		for (size_t i = 0; i < used; i++)
+			ck_assert_uint_eq(rp.buf[i], 0);
+	}
+}
+END_TEST
+
 START_TEST(native_password)
 {
 	uint8_t stage2[SHA1_LEN], stage1[SHA1_LEN], s1[SHA1_LEN], scr[SCRAMBLE_LEN],
@@ -640,6 +661,7 @@ int main(void)
 	tcase_add_test(tc, handshake_roundtrip);
 	tcase_add_test(tc, response_roundtrip);
 	tcase_add_test(tc, native_password);
+	tcase_add_test(tc, scramble_pool);
 	tcase_add_test(tc, ok_err_eof);
 	tcase_add_test(tc, session_track_gtid);
 	tcase_add_test(tc, drop_last_gtid_only);

@@ -325,6 +325,7 @@ struct worker {
 	struct bconn *dead_bconns;
 	volatile bool stop;
 	unsigned rnd;
+	struct rnd_pool scrambles;
 	struct skey *keys[PS_KEY_BUCKETS]; /* prepared statement texts in use */
 	uint64_t ps_tick;                  /* LRU clock of the cached statements */
 	struct bconn *pool;                /* idle backend connections, reset, of any user */
@@ -3241,65 +3242,68 @@ static void refuse(int fd, uint16_t code, const char *msg)
 	close(fd);
 }
 
+/*
+ * One client per call: the listener is level-triggered, so a backlog is
+ * reported again by the next epoll_wait, while accepting on until EAGAIN
+ * cost a failing accept4 on most wakeups (connection storms are one
+ * connection per wakeup). TCP_NODELAY comes from the listener.
+ */
 static void accept_clients(struct worker *w)
 {
 	struct proxy_engine *e = w->e;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	struct client *c;
+	int fd;
 
-	for (;;) {
-		struct sockaddr_storage ss;
-		socklen_t sl = sizeof(ss);
-		int one = 1,
-		    fd = accept4(w->lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		struct client *c;
-
-		if (fd < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				log_warn("proxy: accept: %s", strerror(errno));
-			return;
-		}
-		if (atomic_fetch_add(&e->nclients, 1) >= e->max_clients) {
-			atomic_fetch_sub(&e->nclients, 1);
-			refuse(fd, 1040, "Too many connections");
-			continue;
-		}
-		c = calloc(1, sizeof(*c));
-		if (!c) {
-			atomic_fetch_sub(&e->nclients, 1);
-			refuse(fd, 1041, "Out of memory");
-			continue;
-		}
-		c->type = EV_CLIENT;
-		c->w = w;
-		c->fd = fd;
-		c->st = C_HANDSHAKE;
-		if (ss.ss_family == AF_INET)
-			inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, c->host,
-			          sizeof(c->host));
-		else
-			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, c->host,
-			          sizeof(c->host));
-		if (!strncmp(c->host, "::ffff:", 7))
-			memmove(c->host, c->host + 7, strlen(c->host + 7) + 1);
-		if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
-			log_debug("proxy: TCP_NODELAY: %s", strerror(errno));
-		c->events = EPOLLIN | EPOLLRDHUP;
-		if (scramble_fill(c->scramble) < 0 || ep_add(w, fd, c->events, c) < 0) {
-			atomic_fetch_sub(&e->nclients, 1);
-			close(fd);
-			free(c);
-			continue;
-		}
-		c->next = w->clients;
-		if (w->clients)
-			w->clients->prev = c;
-		w->clients = c;
-		c->deadline_ms = now_ms() + (uint64_t)e->handshake_timeout_ms;
-		send_handshake(c);
-		if (client_flush(c) < 0)
-			client_close(c);
+	do
+		fd = accept4(w->lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			log_warn("proxy: accept: %s", strerror(errno));
+		return;
 	}
+	if (atomic_fetch_add(&e->nclients, 1) >= e->max_clients) {
+		atomic_fetch_sub(&e->nclients, 1);
+		refuse(fd, 1040, "Too many connections");
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		atomic_fetch_sub(&e->nclients, 1);
+		refuse(fd, 1041, "Out of memory");
+		return;
+	}
+	c->type = EV_CLIENT;
+	c->w = w;
+	c->fd = fd;
+	c->st = C_HANDSHAKE;
+	if (ss.ss_family == AF_INET)
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, c->host,
+		          sizeof(c->host));
+	else
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, c->host,
+		          sizeof(c->host));
+	if (!strncmp(c->host, "::ffff:", 7))
+		memmove(c->host, c->host + 7, strlen(c->host + 7) + 1);
+	c->events = EPOLLIN | EPOLLRDHUP;
+	if (scramble_fill_pooled(&w->scrambles, c->scramble) < 0 ||
+	    ep_add(w, fd, c->events, c) < 0) {
+		log_warn("proxy: a new client: %s", strerror(errno));
+		atomic_fetch_sub(&e->nclients, 1);
+		close(fd);
+		free(c);
+		return;
+	}
+	c->next = w->clients;
+	if (w->clients)
+		w->clients->prev = c;
+	w->clients = c;
+	c->deadline_ms = now_ms() + (uint64_t)e->handshake_timeout_ms;
+	send_handshake(c);
+	if (client_flush(c) < 0)
+		client_close(c);
 }
 
 /* Opens what pool_min_idle asks for: per usable backend and user with a
@@ -3482,6 +3486,8 @@ static int listen_on(const char *addr, uint16_t port, char *err, size_t errlen)
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
 	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
+	    /* accepted clients inherit it: no setsockopt per connection */
+	    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0 ||
 	    (ss.ss_family == AF_INET6 &&
 	     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero)) < 0) ||
 	    bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 4096) < 0) {

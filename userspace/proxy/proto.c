@@ -4,6 +4,7 @@
  */
 #include "proxy/proto.h"
 
+#include <errno.h>
 #include <openssl/evp.h>
 #include <string.h>
 #include <sys/random.h>
@@ -936,19 +937,48 @@ void sha1(const void *a, size_t alen, const void *b, size_t blen, uint8_t out[SH
 	EVP_MD_CTX_free(c);
 }
 
-int scramble_fill(uint8_t s[SCRAMBLE_LEN])
+static int random_bytes(uint8_t *d, size_t len)
 {
 	size_t got = 0;
 	ssize_t n;
 
-	while (got < SCRAMBLE_LEN) {
-		n = getrandom(s + got, SCRAMBLE_LEN - got, 0);
+	while (got < len) {
+		n = getrandom(d + got, len - got, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
 		if (n < 0)
 			return -1;
 		got += (size_t)n;
 	}
+	return 0;
+}
+
+static void scramble_printable(uint8_t s[SCRAMBLE_LEN])
+{
 	for (int i = 0; i < SCRAMBLE_LEN; i++)
 		s[i] = (uint8_t)(0x21 + s[i] % 94); /* printable, never NUL */
+}
+
+int scramble_fill(uint8_t s[SCRAMBLE_LEN])
+{
+	if (random_bytes(s, SCRAMBLE_LEN) < 0)
+		return -1;
+	scramble_printable(s);
+	return 0;
+}
+
+int scramble_fill_pooled(struct rnd_pool *rp, uint8_t s[SCRAMBLE_LEN])
+{
+	if (rp->left < SCRAMBLE_LEN) {
+		if (random_bytes(rp->buf, sizeof(rp->buf)) < 0)
+			return -1;
+		rp->left = sizeof(rp->buf);
+	}
+	uint8_t *from = rp->buf + sizeof(rp->buf) - rp->left;
+	memcpy(s, from, SCRAMBLE_LEN);
+	memset(from, 0, SCRAMBLE_LEN); /* a scramble is not left behind for reuse */
+	rp->left -= SCRAMBLE_LEN;
+	scramble_printable(s);
 	return 0;
 }
 

@@ -326,6 +326,15 @@ bool resp_needs_whole(const struct resp_tracker *t, const uint8_t *p, size_t n, 
 void sha1(const void *a, size_t alen, const void *b, size_t blen, uint8_t out[SHA1_LEN]);
 /* scramble for a handshake: 20 printable bytes, never NUL. */
 int scramble_fill(uint8_t s[SCRAMBLE_LEN]);
+
+/* Kernel randomness read a page at a time, so a login costs no getrandom(2)
+ * of its own (one read serves about 200 scrambles). One thread owns each. */
+struct rnd_pool {
+	uint8_t buf[4096];
+	size_t left; /* unused bytes at the end of buf */
+};
+/* scramble_fill() drawing from the pool; bytes handed out are wiped. */
+int scramble_fill_pooled(struct rnd_pool *rp, uint8_t s[SCRAMBLE_LEN]);
 /* stage2 = SHA1(SHA1(password)) */
 void native_stage2(const char *password, size_t len, uint8_t stage2[SHA1_LEN]);
 /*
