@@ -267,6 +267,57 @@ START_TEST(listener_relays_to_backend)
 }
 END_TEST
 
+/* With several threads, the pairs the listener's thread deals out to the
+ * others carry their traffic, and the stats add up over all threads. */
+START_TEST(listener_pairs_on_every_thread)
+{
+	enum { N = 12 };
+	char err[128];
+	struct relay *r = relay_new(modes[_i], 3, err, sizeof(err));
+	ck_assert_msg(r != NULL, "%s", err);
+	struct sockaddr_in be, la;
+	socklen_t len = sizeof(la);
+	int bl = listen_lo(&be), c[N], s[N];
+	int lfd = relay_set_backend(r, 3, "127.0.0.1", (struct sockaddr *)&be, sizeof(be));
+	ck_assert_int_ge(lfd, 0);
+	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&la, &len), 0);
+	for (int i = 0; i < N; i++) {
+		c[i] = socket(AF_INET, SOCK_STREAM, 0);
+		ck_assert_int_eq(connect(c[i], (struct sockaddr *)&la, len), 0);
+		s[i] = accept(bl, NULL, NULL); /* the relay's connection, in order */
+		ck_assert_int_ge(s[i], 0);
+	}
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < N; i++) {
+			char out[8], in[8] = {0};
+			snprintf(out, sizeof(out), "q%02d%d", i, round);
+			ck_assert_int_eq(write(c[i], out, 4), 4);
+			ck_assert_int_eq(read(s[i], in, 4), 4);
+			ck_assert_int_eq(memcmp(in, out, 4), 0);
+			ck_assert_int_eq(write(s[i], "ok", 2), 2);
+			ck_assert_int_eq(read(c[i], in, 2), 2);
+		}
+	}
+	struct relay_stats st;
+	relay_get_stats(r, &st);
+	ck_assert_uint_eq(st.accepted, N);
+	ck_assert_uint_eq(st.active, N);
+	ck_assert_uint_eq(st.bytes_up, N * 3 * 4);
+	ck_assert_uint_eq(st.bytes_down, N * 3 * 2);
+	for (int i = 0; i < N; i++) {
+		close(c[i]);
+		close(s[i]);
+	}
+	for (int t = 0; t < 300 && st.active > 0; t++) {
+		usleep(10000);
+		relay_get_stats(r, &st);
+	}
+	ck_assert_uint_eq(st.active, 0);
+	close(bl);
+	relay_free(r);
+}
+END_TEST
+
 START_TEST(refused_backend_resets_client)
 {
 	char err[128];
@@ -310,6 +361,7 @@ int main(void)
 	tcase_add_loop_test(tc, backpressure_bounds_buffering, 0, 2);
 	tcase_add_loop_test(tc, message_with_fin_is_passed_on, 0, 2);
 	tcase_add_loop_test(tc, listener_relays_to_backend, 0, 2);
+	tcase_add_loop_test(tc, listener_pairs_on_every_thread, 0, 2);
 	tcase_add_loop_test(tc, refused_backend_resets_client, 0, 2);
 	tcase_add_test(tc, mode_names);
 	suite_add_tcase(s, tc);
