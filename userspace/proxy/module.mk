@@ -15,8 +15,11 @@ $(BUILD)/fuzz/fuzz_proto: tests/fuzz/fuzz_proto.c userspace/proxy/proto.c usersp
 		-fno-sanitize-recover=undefined tests/fuzz/fuzz_proto.c userspace/proxy/proto.c \
 		-o $@ -lcrypto
 
-# The engine and the service go into mysteerd; they need the classifier.
-PROXY_OBJS := $(PROTO_OBJS) $(BUILD)/obj/userspace/proxy/engine.o \
+# The engine (engine.c and the files it is split into, which share
+# engine_int.h) and the service go into mysteerd; they need the classifier.
+ENGINE_OBJS := $(addprefix $(BUILD)/obj/userspace/proxy/, \
+	       engine.o client.o route.o backend.o answer.o pool.o wait.o mux.o stmt.o)
+PROXY_OBJS := $(PROTO_OBJS) $(ENGINE_OBJS) \
 	      $(BUILD)/obj/userspace/proxy/service.o $(BUILD)/obj/userspace/proxy/routines.o
 
 # proxy_run: the engine without mysteerd, for tests/integration/proxy.sh.

@@ -1,0 +1,365 @@
+/*
+ * answer.c - answers from the backends. Responses are streamed: each backend
+ * fragment is passed to the client as it arrives, and the response tracker of
+ * proto.c says when the answer ends. On the way the proxy reads what it needs
+ * (a PREPARE's statement id, the writer's last GTID, session state changes),
+ * hides its own session tracking from clients that did not ask for it, and at
+ * the end updates the session (on_answer_done). Separate from backend.c: the
+ * protocol of an answer, not the socket.
+ */
+#define _GNU_SOURCE
+#include "proxy/engine_int.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+static void on_answer_done(struct client *c, struct bconn *b);
+
+/* The first packet of a PREPARE's answer names the backend's statement id:
+ * cache it on the connection, and show the client its own id. */
+static void prepare_ok(struct bconn *b, uint8_t *payload, size_t n)
+{
+	struct client *c = b->c;
+	struct pstmt *ps = b->frag_drop ? NULL : c->cur_ps;
+	struct skey *k = b->frag_drop ? b->prep_key : ps ? ps->key : NULL;
+
+	if (!k || n < 5 || payload[0] != 0x00)
+		return;
+	if (bc_add(b, k, b->rt.stmt_id) < 0)
+		log_warn("proxy: out of memory caching a statement on %s", b->name);
+	if (ps) {
+		ps->nparams = b->rt.prep_params;
+		put_le32(payload + 1, ps->id);
+	}
+}
+
+/* The replica caught up with the session's last write (the command goes on)
+ * or did not within read_your_writes_ms (the writer serves the read). */
+static void gtid_waited(struct client *c, struct bconn *b)
+{
+	b->gtid_wait = false;
+	c->cur = NULL;
+	if (b->gtid_ok) {
+		snprintf(b->waited_gtid, sizeof(b->waited_gtid), "%s", c->last_gtid);
+		if (send_cmd(c, b) < 0)
+			bconn_fail(b, "write failed");
+		return;
+	}
+	log_debug("proxy: reader %s did not reach GTID %s in time: the writer reads", b->name,
+	          c->last_gtid);
+	c->route = R_WRITER;
+	route_cmd(c);
+	if (c->dead)
+		return;
+	bconn_update(b);
+	if (c->st == C_IDLE) {
+		if (client_flush(c) < 0 || c->closing)
+			client_close(c);
+		else
+			client_process(c);
+	}
+}
+
+/* Where word (lower case) first occurs in p[0..n), ignoring case; NULL if not. */
+static const uint8_t *find_icase(const uint8_t *p, size_t n, const char *word)
+{
+	size_t wl = strlen(word);
+
+	for (size_t i = 0; i + wl <= n; i++)
+		if (!strncasecmp((const char *)p + i, word, wl))
+			return p + i;
+	return NULL;
+}
+
+#define TRACK_VARS  "session_track_system_variables"
+#define TRACK_STATE "session_track_state_change"
+
+/* Where a command of the session's history names that variable (a SET of
+ * it, as the classifier made it a session statement), or NULL. */
+static const uint8_t *names_var(const uint8_t *p, size_t n, const char *var)
+{
+	if (n < 1 || p[0] != COM_QUERY)
+		return NULL;
+	return find_icase(p + 1, n - 1, var);
+}
+
+/* The text after var in the session's last SET of it (*rest bytes), or
+ * NULL when the client never set it. */
+static const uint8_t *last_set(const struct client *c, const char *var, size_t *rest)
+{
+	for (size_t i = c->nhist; i-- > 0;) {
+		const struct hist *h = &c->hist[i];
+		const uint8_t *at = names_var(h->p, h->n, var);
+
+		if (!at)
+			continue;
+		at += strlen(var);
+		*rest = h->n - (size_t)(at - h->p);
+		return at;
+	}
+	return NULL;
+}
+
+/*
+ * Whether the client itself turned session_track_state_change on: its last
+ * SET of it gives ON, 1 or TRUE. Otherwise the state-change entries the
+ * writer reports are the proxy's own.
+ */
+static bool client_tracks_state(const struct client *c)
+{
+	static const char *const on[] = {"on", "1", "true"};
+	size_t rest;
+	const uint8_t *at = last_set(c, TRACK_STATE, &rest);
+
+	while (at && rest > 0 && (*at == ' ' || *at == '=' || *at == '\t' || *at == '\n')) {
+		at++;
+		rest--;
+	}
+	for (size_t k = 0; at && k < sizeof(on) / sizeof(on[0]); k++) {
+		size_t l = strlen(on[k]);
+		if (rest >= l && !strncasecmp((const char *)at, on[k], l) &&
+		    (rest == l || !isalnum(at[l])))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Whether the client asked for last_gtid in its session-state information:
+ * its last SET of session_track_system_variables names it, or '*'.
+ * Otherwise the last_gtid the servers report is the proxy's own.
+ */
+static bool client_tracks_gtid(const struct client *c)
+{
+	size_t rest;
+	const uint8_t *at = last_set(c, TRACK_VARS, &rest);
+
+	return at && (find_icase(at, rest, "last_gtid") || memchr(at, '*', rest));
+}
+
+/* A command of the session that sets a tracking variable replaces the
+ * proxy's own setting on b: track_prologue sets it again before the next. */
+void tracking_replaced(struct bconn *b, const uint8_t *p, size_t n)
+{
+	if (names_var(p, n, TRACK_VARS))
+		b->tracking_gtid = false;
+	if (names_var(p, n, TRACK_STATE))
+		b->tracking_state = false;
+}
+
+/*
+ * Hides the proxy's own tracking from a client that did not ask for it: the
+ * last_gtid variable and the state-change entry. p is a whole OK packet
+ * (header included; the response tracker holds OKs back until they are
+ * whole), rewritten in place. Returns the payload length to forward; an OK
+ * that does not parse goes on as it is.
+ */
+static size_t hide_tracking(const struct bconn *b, uint8_t *p, size_t n, uint8_t seq)
+{
+	struct ok_state_drop what = {0};
+	char gtid[64];
+	int r;
+
+	if (ok_find_last_gtid(&b->rt.last_ok, gtid, sizeof(gtid)) != 0 && !client_tracks_gtid(b->c))
+		what.sysvar = "last_gtid";
+	if (ok_state_changed(&b->rt.last_ok) != 0 && !client_tracks_state(b->c))
+		what.state_change = true;
+	if (!what.sysvar && !what.state_change)
+		return n;
+	r = ok_drop_state(p + PKT_HDR, p + PKT_HDR, n, b->caps, &what);
+	if (r <= 0)
+		return n;
+	pkt_put_hdr(p, (uint32_t)r, seq);
+	return (size_t)r;
+}
+
+/* Passes a piece of the answer on, or drops it for a replayed command. */
+static void forward(struct bconn *b, const uint8_t *p, size_t n)
+{
+	struct client *c = b->c;
+
+	if (b->frag_drop)
+		return;
+	if (buf_append(&c->out, p, n) < 0)
+		c->closing = true;
+	c->fwd_started = true;
+}
+
+/* Streams the fragments in b->in to the client, whole small ones and pieces of
+ * large ones, until the answer ends or the client's buffer is full. */
+void bconn_answers(struct bconn *b)
+{
+	struct client *c = b->c;
+
+again:
+	while (!b->dead && buf_used(&b->in) > 0 && buf_used(&c->out) < OUT_HIGH_WATER) {
+		uint8_t *p = b->in.d + b->in.off;
+		size_t avail = buf_used(&b->in), take;
+		struct pkt_frag f;
+		enum resp_state st;
+
+		if (b->frag_left > 0) {
+			take = avail < b->frag_left ? avail : b->frag_left;
+			forward(b, p, take);
+			buf_consume(&b->in, take);
+			b->frag_left -= (uint32_t)take;
+			continue;
+		}
+		if (!b->awaiting && b->internal == 0) {
+			bconn_fail(b, "unexpected data from the backend");
+			return;
+		}
+		if (!pkt_frag_hdr(p, avail, &f))
+			break;
+		take = avail - PKT_HDR < f.len ? avail - PKT_HDR : f.len;
+		if (take < f.len &&
+		    (take == 0 || resp_needs_whole(&b->rt, p + PKT_HDR, take, f.len))) {
+			if (buf_reserve(&b->in, PKT_HDR + f.len - avail) < 0)
+				bconn_fail(b, "out of memory");
+			break;
+		}
+		b->frag_drop = b->internal > 0;
+		bool first = b->rt.state == RS_FIRST && !b->rt.in_frag;
+		enum resp_state before = b->rt.state;
+		b->rt.last_ok.state = NULL;
+		st = resp_feed(&b->rt, p + PKT_HDR, take, f.len);
+		if (st == RS_ERROR) {
+			bconn_fail(b, "malformed answer");
+			return;
+		}
+		if (first && b->rt.kind == RESP_PREPARE)
+			prepare_ok(b, p + PKT_HDR, take);
+		if (b->writer && b->rt.last_ok.state &&
+		    ok_find_last_gtid(&b->rt.last_ok, c->last_gtid, sizeof(c->last_gtid)) < 0)
+			c->last_gtid[0] = 0;
+		if (b->rt.last_ok.state && !b->frag_drop && ok_state_changed(&b->rt.last_ok) != 0)
+			b->state_changed = true;
+		if (b->gtid_wait && before == RS_ROWS && st == RS_ROWS && take >= 2)
+			b->gtid_ok = p[PKT_HDR] == 1 && p[PKT_HDR + 1] == '0';
+		size_t fwd = take;
+		if (b->rt.last_ok.state && !b->frag_drop && take == f.len && f.len < PKT_MAX_FRAG)
+			fwd = hide_tracking(b, p, take, f.seq);
+		forward(b, p, PKT_HDR + fwd);
+		buf_consume(&b->in, PKT_HDR + take);
+		b->frag_left = f.len - (uint32_t)take;
+		if (st != RS_DONE)
+			continue;
+		if (b->internal > 0) {
+			if (b->rt.saw_err)
+				log_warn("proxy: replaying session state on %s failed", b->name);
+			if (b->internal == 1)
+				b->prep_key = NULL;
+			b->internal--;
+			resp_init(&b->rt, bconn_next_kind(b), b->caps);
+			if (b->gtid_wait && b->internal == 0) {
+				gtid_waited(c, b);
+				return;
+			}
+			continue;
+		}
+		b->awaiting = false;
+		on_answer_done(c, b);
+		return;
+	}
+	if (b->dead || c->dead)
+		return;
+	bool full = buf_used(&c->out) >= OUT_HIGH_WATER;
+	if (client_flush(c) < 0) {
+		client_close(c);
+		return;
+	}
+	/* Stopped for the client's buffer, which the socket took at once: the
+	 * rest is already here, and no backend event will announce it again. */
+	if (full && buf_used(&c->out) < OUT_HIGH_WATER && buf_used(&b->in) > 0)
+		goto again;
+	bconn_update(b);
+}
+
+static void on_answer_done(struct client *c, struct bconn *b)
+{
+	struct proxy_engine *e = c->w->e;
+	uint16_t st = b->rt.status;
+	bool ok = !b->rt.saw_err;
+	/* a read that changed nothing on its connection and left nothing for
+	 * SHOW WARNINGS: see mux_answered() and pool_park(); an EXECUTE counts
+	 * as its statement would. A PREPARE changes nothing a session sees: its
+	 * server-side statement belongs to the connection's cache, which only
+	 * serves sessions that would parse it alike and closes it when no
+	 * client statement uses it. */
+	bool clean = ok && ((b->rt.warnings == 0 && c->cur_classified && c->cur_tok == CLS_READ &&
+	                     !(c->cur_flags & STATEFUL_FLAGS)) ||
+	                    c->cur_kind == RESP_PREPARE);
+
+	/* A session statement (run here or failed half way), a routine, a
+	 * multi-statement or anything not understood may change how the server
+	 * parses: the cache of this connection is for its former state. */
+	if (c->cur_hist ||
+	    (c->cur_classified &&
+	     (c->cur_tok == CLS_SESSION ||
+	      (c->cur_flags & (CLS_F_MULTI | CLS_F_ROUTINE | CLS_F_UNREPLAYABLE | CLS_F_USE)) ||
+	      c->cur_reason == CLS_R_ADMIN || c->cur_reason == CLS_R_CALL ||
+	      c->cur_reason == CLS_R_UNKNOWN_FUNCTION || c->cur_reason == CLS_R_NOT_UNDERSTOOD)) ||
+	    (!c->cur_classified && c->cur_kind == RESP_GENERIC && !c->cur_ps)) {
+		if (b->nbst > 0) {
+			bc_clear(b, true);
+			bconn_update(b);
+		}
+	}
+	/* a PREPARE's answer carries no status flags that could be trusted */
+	if (b->writer && ok && c->cur_kind == RESP_GENERIC) {
+		/* The server knows best whether a transaction is open. */
+		c->in_trans = (st & SST_IN_TRANS) != 0;
+		c->autocommit_off = !(st & SST_AUTOCOMMIT);
+	}
+	if (state_pins(c, b)) {
+		if (!c->pin_writer)
+			log_debug("proxy: session state changed by a statement of %s on %s: it "
+			          "stays on the writer from now on",
+			          c->user, b->name);
+		c->pin_writer = true;
+	}
+	if (keeps_state(c, b)) {
+		if (!b->keep)
+			log_debug("proxy: a session of %s keeps its connection to %s", c->user,
+			          b->name);
+		b->keep = true;
+		clean = false;
+	}
+	if (ok && c->cur_kind == RESP_GENERIC)
+		b->trans_open = (st & SST_IN_TRANS) || !(st & SST_AUTOCOMMIT);
+	if (!clean || b->trans_open)
+		b->dirty = true;
+	if (c->ro_trans && !c->trx_conn && ok)
+		c->trx_conn = b;
+	if (c->trx_conn == b) {
+		c->ro_trans = ok ? (st & SST_IN_TRANS) != 0 : c->ro_trans;
+		if (!c->ro_trans)
+			c->trx_conn = NULL;
+	} else if (c->ro_trans && !ok && !c->trx_conn) {
+		c->ro_trans = false; /* START TRANSACTION READ ONLY failed */
+	}
+	if (c->cur_write && ok && e->ryw_mode != RYW_OFF)
+		c->ryw_until_ms = now_ms() + (uint64_t)e->ryw_ms;
+	if (c->cur_hist && !ok) {
+		free(c->hist[--c->nhist].p);
+		b->hist_applied = c->nhist;
+	}
+	if (c->cur_ps && c->cur_kind == RESP_PREPARE && !ok)
+		ps_free(c, c->cur_ps);
+	else if (c->cur_ps)
+		ps_drop_longdata(c, c->cur_ps);
+	c->cur_ps = NULL;
+	c->last = b;
+	c->has_parked_last = false;
+	c->cur_hist = false;
+	cmd_done(c);
+	buf_trim(&b->in);
+	mux_answered(c, b, clean);
+	if (client_flush(c) < 0 || c->closing) {
+		client_close(c);
+		return;
+	}
+	client_process(c);
+}

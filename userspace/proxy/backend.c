@@ -1,0 +1,383 @@
+/*
+ * backend.c - one backend connection from open to free: the non-blocking
+ * connect (within the per-backend cap), the login the proxy does itself with
+ * the user's stage1 hash, reads and writes (login packets before the queued
+ * commands), and failure, which retries a read elsewhere or tells the client
+ * where it failed. What the answers say is answer.c's.
+ */
+#define _GNU_SOURCE
+#include "proxy/engine_int.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Objects are unlinked and closed at once but freed after the event batch, so
+ * that a pointer held up the call stack can still be asked ->dead. */
+void bconn_free(struct bconn *b)
+{
+	struct client *c = b->c;
+
+	if (b->dead)
+		return;
+	if (b->pooled) {
+		if (b->backend_id < PROXY_MAX_IDS)
+			atomic_fetch_sub(&b->w->e->be_idle[b->backend_id], 1);
+		for (struct bconn **pp = &b->w->pool; *pp; pp = &(*pp)->pool_next)
+			if (*pp == b) {
+				*pp = b->pool_next;
+				break;
+			}
+		b->pooled = false;
+	}
+	if (c && c->ghost) {
+		warm_unlink(b);
+		if (b->backend_id < PROXY_MAX_IDS) {
+			c->warming[b->backend_id]--;
+			atomic_fetch_sub(&b->w->e->be_warming[b->backend_id], 1);
+		}
+	}
+	if (c && !c->ghost) {
+		if (c->wconn == b)
+			c->wconn = NULL;
+		if (c->rconn == b)
+			c->rconn = NULL;
+		if (c->last == b)
+			c->last = NULL;
+		if (c->cur == b)
+			c->cur = NULL;
+		if (c->trx_conn == b)
+			c->trx_conn = NULL;
+	}
+	if (b->fd >= 0)
+		close(b->fd); /* also leaves the epoll set */
+	b->fd = -1;
+	bc_clear(b, false); /* the server drops them with the connection */
+	b->dead = true;
+	atomic_fetch_sub(&b->w->e->nbconns, 1);
+	slot_release(b->w, b->backend_id);
+	b->next_dead = b->w->dead_bconns;
+	b->w->dead_bconns = b;
+}
+
+static bool bconn_paused(const struct bconn *b)
+{
+	return b->c && buf_used(&b->c->out) >= OUT_HIGH_WATER;
+}
+
+void bconn_update(struct bconn *b)
+{
+	uint32_t ev;
+
+	if (b->dead)
+		return;
+	if (b->st == B_CONNECTING)
+		ev = EPOLLOUT;
+	else
+		ev = (bconn_paused(b) ? 0 : EPOLLIN | EPOLLRDHUP) |
+		     (buf_used(&b->lout) || (b->st == B_READY && buf_used(&b->out)) ? EPOLLOUT : 0);
+	ep_mod(b->w, b->fd, &b->events, ev, b);
+}
+
+/* 1: all written, 0: the socket is full, -1: error. */
+static int flush_buf(int fd, struct buf *b)
+{
+	while (buf_used(b) > 0) {
+		ssize_t n = send(fd, b->d + b->off, buf_used(b), MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (n <= 0)
+			return -1;
+		buf_consume(b, (size_t)n);
+	}
+	buf_trim(b);
+	return 1;
+}
+
+int bconn_flush(struct bconn *b)
+{
+	int r;
+
+	if (b->st == B_CONNECTING)
+		return 0;
+	r = flush_buf(b->fd, &b->lout);
+	if (r == 1 && b->st == B_READY)
+		r = flush_buf(b->fd, &b->out);
+	if (r < 0)
+		return -1;
+	bconn_update(b);
+	return 0;
+}
+
+/*
+ * A backend connection failed (refused, closed, malformed, login refused).
+ * A read whose answer has not started is retried elsewhere; anything else
+ * gets an ERR that says where it failed, or a closed connection when part of
+ * the answer already reached the client or session state was lost with it.
+ */
+void bconn_fail(struct bconn *b, const char *why)
+{
+	struct client *c = b->c;
+	bool active = c && c->cur == b, writer = b->writer;
+	uint32_t id = b->backend_id;
+	char msg[512];
+	bool state_lost;
+
+	if (b->dead)
+		return;
+	if (b->st == B_CONNECTING && b->backend_id < PROXY_MAX_IDS)
+		atomic_fetch_add(&b->w->e->be_failed[b->backend_id], 1);
+	log_info("proxy: %s connection to %s failed: %s", writer ? "writer" : "reader", b->name,
+	         why);
+	snprintf(msg, sizeof(msg), "mysteer: lost the connection to the %s %s: %s",
+	         writer ? "writer" : "reader", b->name, why);
+	state_lost = c && ((writer && (c->in_trans || c->pin_writer || c->autocommit_off)) ||
+	                   c->trx_conn == b);
+	bconn_free(b);
+	if (!c)
+		return;
+	if (active && c->fwd_started) {
+		client_close(c);
+		return;
+	}
+	if (!active) {
+		if (state_lost)
+			client_close(c);
+		return;
+	}
+	if (c->route == R_READER && c->retries < MAX_RETRIES && !state_lost) {
+		c->retries++;
+		c->exclude_id = id;
+		c->has_exclude = true;
+		route_cmd(c);
+	} else {
+		cmd_fail(c, 1158,
+		         msg); /* ER_NET_READ_ERROR: client codes (2013) confuse libmariadb */
+		if (state_lost)
+			c->closing = true;
+	}
+	if (c->st == C_IDLE) {
+		if (client_flush(c) < 0 || c->closing)
+			client_close(c);
+		else
+			client_process(c);
+	}
+}
+
+static void bconn_login(struct bconn *b, const uint8_t *p, size_t n, uint8_t seq)
+{
+	struct handshake hs;
+	struct hs_response r;
+	struct client *c = b->c;
+	uint8_t pkt[1024];
+	int len;
+
+	if (hs_parse(p, n, &hs) < 0 || hs.scramble_len < SCRAMBLE_LEN) {
+		bconn_fail(b, "bad handshake");
+		return;
+	}
+	memset(&r, 0, sizeof(r));
+	r.caps = (c->caps & hs.caps & PROXY_CAPS & ~(CAP_CONNECT_ATTRS | CAP_CONNECT_WITH_DB)) |
+	         CAP_PROTOCOL_41 | CAP_SECURE_CONNECTION | CAP_PLUGIN_AUTH;
+	if (c->db0[0]) {
+		r.caps |= CAP_CONNECT_WITH_DB;
+		snprintf(r.db, sizeof(r.db), "%s", c->db0);
+	}
+	b->caps = r.caps;
+	b->rt.caps = r.caps; /* the command queued before the login was tracked with 0 */
+	if ((b->caps ^ c->caps) & (CAP_DEPRECATE_EOF | CAP_SESSION_TRACK | CAP_MULTI_RESULTS))
+		log_warn("proxy: backend %s lacks capabilities the client uses", b->name);
+	r.max_packet = 1u << 30;
+	r.charset = c->charset;
+	/* a ghost's caps may follow a client before this login is done: the
+	 * pool matches on what this connection logged in with */
+	b->pool_caps = c->caps;
+	b->pool_charset = c->charset;
+	snprintf(r.user, sizeof(r.user), "%s", c->user);
+	snprintf(r.plugin, sizeof(r.plugin), "%s", NATIVE_PLUGIN);
+	native_reply(hs.scramble, c->stage1, r.auth);
+	r.auth_len = SHA1_LEN;
+	len = hsr_build(pkt, sizeof(pkt), &r);
+	if (len < 0 || buf_put_packet(&b->lout, (uint8_t)(seq + 1), pkt, (size_t)len) < 0) {
+		bconn_fail(b, "cannot build the login");
+		return;
+	}
+	b->st = B_AUTH;
+	if (bconn_flush(b) < 0)
+		bconn_fail(b, "write failed");
+}
+
+/* The login's answer: OK, ERR, or a switch to mysql_native_password. The
+ * queued commands are written out once it is OK. */
+static void bconn_auth_reply(struct bconn *b, const uint8_t *p, size_t n, uint8_t seq)
+{
+	struct err_pkt e;
+	char plugin[64], msg[400];
+	uint8_t scr[SCRAMBLE_LEN], reply[SHA1_LEN];
+	size_t sl;
+	if (n > 0 && p[0] == 0x00) {
+		b->st = B_READY;
+		if (bconn_flush(b) < 0)
+			bconn_fail(b, "write failed");
+		return;
+	}
+	if (n > 0 && p[0] == 0xff) {
+		err_parse(p, n, &e);
+		snprintf(msg, sizeof(msg), "login refused: %u %s", e.code, e.msg);
+		bconn_fail(b, msg);
+		return;
+	}
+	if (n > 0 && p[0] == 0xfe &&
+	    auth_switch_parse(p, n, plugin, sizeof(plugin), scr, &sl) == 0 &&
+	    !strcmp(plugin, NATIVE_PLUGIN) && sl == SCRAMBLE_LEN) {
+		native_reply(scr, b->c->stage1, reply);
+		if (buf_put_packet(&b->lout, (uint8_t)(seq + 1), reply, SHA1_LEN) < 0 ||
+		    bconn_flush(b) < 0)
+			bconn_fail(b, "write failed");
+		return;
+	}
+	bconn_fail(b, "unsupported authentication request");
+}
+
+int bconn_read(struct bconn *b)
+{
+	for (;;) {
+		if (buf_reserve(&b->in, READ_CHUNK) < 0)
+			return -1;
+		ssize_t n = recv(b->fd, b->in.d + b->in.len, b->in.cap - b->in.len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (n <= 0)
+			return -1;
+		b->in.len += (size_t)n;
+		if (b->in.len < b->in.cap)
+			return 0;
+	}
+}
+
+/* Login packets, then answers. */
+void bconn_pump(struct bconn *b)
+{
+	while (!b->dead && (b->st == B_HANDSHAKE || b->st == B_AUTH)) {
+		size_t total, payload;
+		uint8_t seq, *p = b->in.d + b->in.off;
+		int r = pkt_whole(p, buf_used(&b->in), 1 << 20, &total, &payload, &seq);
+
+		if (r == 0)
+			return;
+		if (r < 0) {
+			bconn_fail(b, "malformed login packet");
+			return;
+		}
+		pkt_join(p, p, payload);
+		buf_consume(&b->in, total); /* p stays valid: nothing moves b->in below */
+		if (b->st == B_HANDSHAKE)
+			bconn_login(b, p, payload, seq);
+		else
+			bconn_auth_reply(b, p, payload, seq);
+	}
+	if (!b->dead && b->st == B_READY && b->c && b->c->ghost) {
+		warm_park(b);
+		return;
+	}
+	if (!b->dead && b->st == B_READY)
+		bconn_answers(b);
+}
+
+void bconn_event(struct bconn *b, uint32_t events)
+{
+	int r;
+
+	if (b->st == B_CONNECTING) {
+		int err = 0;
+		socklen_t el = sizeof(err);
+		if (getsockopt(b->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0 || err) {
+			bconn_fail(b, strerror(err ? err : errno));
+			return;
+		}
+		b->st = B_HANDSHAKE;
+		bconn_update(b);
+		return;
+	}
+	if ((events & EPOLLOUT) && bconn_flush(b) < 0) {
+		bconn_fail(b, "write failed");
+		return;
+	}
+	if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP)))
+		return;
+	r = bconn_read(b);
+	bconn_pump(b);
+	if (b->dead)
+		return;
+	if (r < 0)
+		bconn_fail(b, "closed by the server");
+	else
+		bconn_update(b);
+}
+
+/* A new connection to be, for c (or a ghost: a warm one). NULL with *full
+ * set when the backend is at pool_max_per_backend. */
+struct bconn *bconn_open(struct client *c, const struct topo_backend *be, bool writer, bool *full)
+{
+	struct bconn *b;
+	int one = 1;
+
+	*full = false;
+	if (be->addrlen == 0)
+		return NULL;
+	if (!slot_take(c->w->e, be->id)) {
+		*full = true;
+		return NULL;
+	}
+	b = calloc(1, sizeof(*b));
+	if (!b) {
+		slot_release(c->w, be->id);
+		return NULL;
+	}
+	b->type = EV_BACKEND;
+	b->w = c->w;
+	snprintf(b->schema, sizeof(b->schema), "%s", c->db0); /* bconn_login's */
+	b->c = c;
+	b->writer = writer;
+	b->backend_id = be->id;
+	snprintf(b->name, sizeof(b->name), "%s", be->name);
+	b->fd = socket(be->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (b->fd < 0) {
+		free(b);
+		slot_release(c->w, be->id);
+		return NULL;
+	}
+	if (setsockopt(b->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
+		log_debug("proxy: TCP_NODELAY: %s", strerror(errno));
+	if ((connect(b->fd, (const struct sockaddr *)&be->addr, be->addrlen) < 0 &&
+	     errno != EINPROGRESS) ||
+	    ep_add(c->w, b->fd, EPOLLOUT, b) < 0) {
+		log_info("proxy: connect to %s: %s", be->name, strerror(errno));
+		close(b->fd);
+		free(b);
+		slot_release(c->w, be->id);
+		return NULL;
+	}
+	b->events = EPOLLOUT;
+	b->st = B_CONNECTING;
+	atomic_fetch_add(&c->w->e->nbconns, 1);
+	if (be->id < PROXY_MAX_IDS) {
+		atomic_fetch_add(&c->w->e->be_connects[be->id], 1);
+		/* a warm connection serves nobody yet: it counts as steered when
+		 * a client takes it from the pool */
+		if (c->ghost)
+			atomic_fetch_add(&c->w->e->be_warming[be->id], 1);
+		else
+			atomic_fetch_add(&c->w->e->be_opened[be->id], 1);
+	}
+	return b;
+}

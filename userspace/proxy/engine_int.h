@@ -1,0 +1,529 @@
+/*
+ * engine_int.h - the 6450 proxy engine's insides, shared by its files
+ * (engine.c, client.c, route.c, backend.c, answer.c, pool.c, wait.c, mux.c,
+ * stmt.c) and by nothing else: the session, backend connection, worker and
+ * engine structures, the limits, the buffer helpers (static inline: they are
+ * on every packet's path, and there is no LTO), and the functions the files
+ * call across. The engine's API for mysteerd and the tests is proxy.h.
+ */
+#ifndef MYSTEER_PROXY_ENGINE_INT_H
+#define MYSTEER_PROXY_ENGINE_INT_H
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <pthread.h>
+#include <time.h>
+
+#include "classify/classify.h"
+#include "common/log.h"
+#include "common/topology.h"
+#include "proxy/proxy.h"
+#include "proxy/routines.h"
+#include "proxy/proto.h"
+
+#define SERVER_VERSION  "5.5.5-10.11.6-MariaDB-mysteer"
+#define CHARSET_UTF8MB4 45
+#define READ_CHUNK      65536
+#define OUT_HIGH_WATER  (4u << 20) /* stop reading a backend past this */
+/* stop reading a client past this much pipelined input while its command
+ * runs: TCP holds the rest, as it would in front of a server */
+#define IN_HIGH_WATER (4u << 20)
+/* a session gets back the connection it parked this recently (pool_take) */
+#define AFFINITY_MS   5
+#define MAX_RETRIES   2
+#define SWEEP_MS      250
+#define PROXY_MAX_IDS TOPO_MAX_IDS
+/* Prepared statements: per backend connection (server side, a pooled
+ * connection must not eat the server's global max_prepared_stmt_count,
+ * 16382 by default) and per client session (the proxy's memory). */
+#define PS_PER_CONN    256
+#define PS_PER_SESSION 1024
+#define PS_KEY_BUCKETS 256
+/* How long a session waits for a backend connection when the backend is at
+ * pool_max_per_backend (then ERR 1040 to that statement). */
+#define POOL_WAIT_MS 10000
+/* The largest packet read before login: a handshake response (user, auth
+ * data, schema, plugin, connection attributes) is a few hundred bytes, and
+ * clients cap their connection attributes at 64 KB. */
+#define PREAUTH_MAX_PACKET (1u << 20)
+
+enum ev_type { EV_LISTEN = 1, EV_CLIENT, EV_BACKEND, EV_WAKE };
+
+struct buf {
+	uint8_t *d;
+	size_t off, len, cap; /* data is d[off, len) */
+};
+
+struct hist {
+	uint8_t *p; /* a command payload: command byte + arguments */
+	size_t n;
+};
+
+/*
+ * A statement text of one user, shared by the worker's sessions: the key of
+ * the server-side statements its backend connections cache (struct bstmt).
+ * refs counts the client statements of the worker's sessions that use it;
+ * when it drops to 0 every connection of the worker that caches it closes
+ * it (skey_put). ncached counts those connections.
+ */
+struct skey {
+	uint64_t hash;
+	uint32_t refs;
+	uint32_t ncached;
+	struct skey *next; /* in the worker's bucket */
+	char user[128];
+	size_t len;
+	uint8_t sql[]; /* len bytes */
+};
+
+/*
+ * A server-side statement cached on a backend connection. A connection's
+ * cache only holds statements prepared under its present schema and session
+ * state: whatever may change how the server parses (a session statement run
+ * or replayed there, another schema, a reset) empties it first, so the text
+ * (and user) is the whole key within one connection.
+ */
+struct bstmt {
+	struct skey *k;
+	uint32_t xid;  /* the server's statement id on that connection */
+	uint64_t used; /* the worker's ps_tick at its last PREPARE or EXECUTE there */
+	/* the parameter types last bound to it there (the server keeps them for
+	 * an EXECUTE that sends none), NULL before its first EXECUTE */
+	uint8_t *types;
+	size_t ntypes;
+};
+
+/*
+ * A client's prepared statement. The client sees our id; the backend
+ * connections hold server-side statements of its key in their caches,
+ * shared with the other sessions of the worker, and an EXECUTE uses the one
+ * of the connection it got, or prepares one there in the same batch. The
+ * statement is tied to no connection, so it keeps none from the pool.
+ */
+struct pstmt {
+	uint32_t id;
+	struct skey *key; /* the SQL, and the worker's count of its users */
+	enum cls_token tok;
+	uint32_t flags;
+	uint16_t nparams;
+	uint8_t *types;      /* 2 * nparams bytes from the last EXECUTE that bound them */
+	struct buf longdata; /* SEND_LONG_DATA payloads, each led by its 4-byte length */
+	bool longdata_over;  /* the session's passed max_packet_size: the next EXECUTE fails */
+	struct pstmt *next;
+};
+
+enum cstate { C_HANDSHAKE, C_SWITCH, C_IDLE, C_BUSY };
+enum bstate { B_CONNECTING, B_HANDSHAKE, B_AUTH, B_READY };
+
+struct worker;
+struct bconn;
+
+struct client {
+	enum ev_type type; /* first: epoll data points here */
+	/* a ghost: no socket, only the login of a user with a plain password,
+	 * for warm pool connections (pool_min_idle); warming[id] counts the
+	 * connections logging in */
+	bool ghost;
+	int *warming;
+	struct worker *w;
+	int fd;
+	enum cstate st;
+	struct client *prev, *next;
+	uint64_t deadline_ms;
+	struct buf in, out;
+	uint8_t scramble[SCRAMBLE_LEN], stage1[SHA1_LEN];
+	char user[128], host[INET6_ADDRSTRLEN];
+	char db0[256]; /* the schema named at connect: backends log in with it */
+	char db[256];  /* the current schema, for the classifier */
+	uint32_t caps;
+	uint8_t charset;
+	/* session */
+	struct hist *hist;
+	size_t nhist, hist_cap;
+	bool in_trans, ro_trans, autocommit_off, pin_writer;
+	uint64_t ryw_until_ms;
+	struct bconn *wconn, *rconn, *last, *cur;
+	/* the command in flight, kept whole until its answer starts, for a retry */
+	struct buf cmd;
+	enum resp_kind cur_kind;
+	bool cur_write, fwd_started;
+	bool cur_classified;    /* the command in flight is a statement: */
+	enum cls_token cur_tok; /* its class */
+	uint32_t cur_flags;     /* and CLS_F_* flags */
+	enum cls_reason cur_reason;
+	int retries;
+	uint32_t exclude_id;
+	bool has_exclude;
+	enum { R_WRITER, R_READER, R_LAST, R_TRX } route; /* of the command in flight */
+	bool cur_hist;          /* the command in flight is the last history entry */
+	bool in_process;        /* client_process() is running: no nesting */
+	struct bconn *trx_conn; /* the reader of a READ ONLY transaction */
+	/* the reader the session's reads go to while it stays usable: one
+	 * replica per session, chosen by weight (pick_reader) */
+	uint32_t sticky_reader;
+	bool has_sticky_reader;
+	/* the previous statement's connection went back to the pool clean: it
+	 * is that pooled connection while its takes count is still this one
+	 * (reclaim_last: FOUND_ROWS() after a plain read) */
+	bool has_parked_last;
+	uint64_t parked_takes;
+	struct pstmt *stmts, *cur_ps;
+	char last_gtid[64]; /* of the session's last write, from the writer's OK */
+	uint32_t next_stmt_id;
+	uint32_t nstmts;    /* statements in stmts: capped by ps_per_session */
+	size_t ld_bytes;    /* long data held for all its statements */
+	struct buf scratch; /* the rewritten EXECUTE */
+	uint32_t events;    /* epoll interest now */
+	bool closing;
+	bool dead; /* freed at the end of the event batch */
+	struct client *next_dead;
+	/* waiting for a connection of a backend at its cap (the worker's FIFO) */
+	bool waiting;
+	bool must_wait; /* set by conn_get: route_cmd queues the command */
+	uint32_t want_id, wait_id;
+	char want_name[TOPO_NAME_MAX], wait_name[TOPO_NAME_MAX];
+	uint64_t wait_start, wait_deadline;
+	struct client *wait_prev, *wait_next;
+};
+
+struct bconn {
+	enum ev_type type;
+	struct worker *w;
+	int fd;
+	enum bstate st;
+	struct client *c;
+	uint32_t backend_id;
+	char name[TOPO_NAME_MAX];
+	bool writer;
+	struct buf in, out;
+	struct buf lout; /* login packets: go before out, which waits for B_READY */
+	size_t hist_applied;
+	/* server-side statements (struct bstmt): at most ps_per_conn, the least
+	 * recently used closed first; shared by the sessions that take the
+	 * connection while it is clean (a dirty one is reset, which empties it,
+	 * before another session gets it) */
+	struct bstmt *bst;
+	uint32_t nbst, bst_cap;
+	struct skey *prep_key;   /* the last internal command is a PREPARE of this */
+	char schema[256];        /* while clean: its schema (login or pool_take's COM_INIT_DB) */
+	bool tracking_gtid;      /* last_gtid added to session_track_system_variables */
+	bool tracking_state;     /* session_track_state_change = ON (the proxy's) */
+	bool state_changed;      /* the client's command in flight reported a state change */
+	bool state_tracked;      /* and was sent with tracking_state on */
+	bool gtid_wait, gtid_ok; /* a MASTER_GTID_WAIT holds the client's command back */
+	bool trans_open;         /* its last answer said: in a transaction or autocommit off */
+	bool keep;               /* holds session state the history cannot rebuild (keeps_state) */
+	bool dirty;              /* ran more than clean reads since its login or last reset */
+	char waited_gtid[64];    /* this replica is known to have applied it */
+	/* in the worker's pool (c == NULL): whose it may become */
+	bool pooled, resetting;
+	const struct client *last_owner; /* compared, never followed: pool_take */
+	uint64_t parked_ms;              /* now_ms() when last_owner parked it */
+	uint64_t takes;                  /* times taken from the pool */
+	struct bconn *pool_next;
+	struct bconn *warm_next; /* in the worker's list of warm logins */
+	uint64_t idle_since;
+	char pool_user[128];
+	uint32_t pool_caps;
+	uint8_t pool_charset;
+	bool pool_has_db;
+	int internal;  /* replayed commands whose answers are discarded */
+	bool awaiting; /* the client's command is sent, its answer not finished */
+	struct resp_tracker rt;
+	uint32_t frag_left; /* payload bytes of the current fragment to pass on */
+	bool frag_drop;
+	uint32_t caps;
+	uint32_t events;
+	bool dead;
+	struct bconn *next_dead;
+};
+
+struct user_entry {
+	char name[TOPO_NAME_MAX];
+	uint8_t stage2[SHA1_LEN];
+	uint8_t stage1[SHA1_LEN];
+	bool has_password; /* stage1 known: its pools are kept warm */
+	bool has_hash;
+};
+
+struct proxy_engine {
+	struct worker *workers;
+	int nworkers;
+	struct user_entry *users;
+	size_t nusers;
+	int max_clients, handshake_timeout_ms;
+	uint32_t max_packet;
+	uint32_t ps_per_conn, ps_per_session; /* prepared statement caps (testenv.h) */
+	_Atomic int ryw_mode, ryw_ms;
+	_Atomic int pool_max, pool_idle_ms, pool_min_idle;
+	_Atomic int nclients;
+	_Atomic int nbconns;
+	/* per backend id (ids above PROXY_MAX_IDS are not counted) */
+	_Atomic uint64_t be_active[PROXY_MAX_IDS], be_opened[PROXY_MAX_IDS],
+	    be_failed[PROXY_MAX_IDS];
+	/* pool figures: idle now, warm connections still logging in, new
+	 * connections, sessions served from the pool. be_active counts every
+	 * open connection; what serves a client is be_active - idle - warming. */
+	_Atomic int be_idle[PROXY_MAX_IDS], be_warming[PROXY_MAX_IDS];
+	_Atomic uint64_t be_connects[PROXY_MAX_IDS], be_reused[PROXY_MAX_IDS];
+	/* parked with a COM_RESET_CONNECTION, or without one (clean) */
+	_Atomic uint64_t be_resets[PROXY_MAX_IDS], be_clean[PROXY_MAX_IDS];
+	/* sessions waiting now for a connection (the backend at its cap, which
+	 * be_active counts against), sessions that had to wait, waits that
+	 * ran out */
+	_Atomic int be_waiting[PROXY_MAX_IDS];
+	_Atomic int waiting_total; /* be_waiting summed: 0 keeps pool_yield off */
+	_Atomic uint64_t be_waits[PROXY_MAX_IDS], be_wait_timeouts[PROXY_MAX_IDS];
+	uint32_t wait_ms; /* POOL_WAIT_MS (MYSTEER_TEST_POOL_WAIT_MS) */
+	_Atomic uint32_t next_conn_id;
+	_Atomic bool trust_routines;
+	struct proxy_routines *routines;
+};
+
+struct worker {
+	struct proxy_engine *e;
+	pthread_t th;
+	bool started;
+	int ep, lfd, wakefd;
+	enum ev_type ltype, wtype;
+	struct client *clients;
+	struct client *dead_clients;
+	struct bconn *dead_bconns;
+	volatile bool stop;
+	unsigned rnd;
+	struct rnd_pool scrambles;
+	struct skey *keys[PS_KEY_BUCKETS]; /* prepared statement texts in use */
+	uint64_t ps_tick;                  /* LRU clock of the cached statements */
+	struct bconn *pool;                /* idle backend connections, reset, of any user */
+	uint64_t last_sweep;
+	struct client *ghosts; /* one per user with a plain password */
+	struct bconn *warming; /* warm connections still logging in */
+	size_t nghosts;
+	struct rt_snap *rt; /* this worker's reference to the routine table */
+	uint64_t rt_gen;
+	/* sessions waiting for a connection, first come first served */
+	struct client *wait_head, *wait_tail;
+	int wait_n[PROXY_MAX_IDS]; /* of them, per backend id */
+	int nwaiting;              /* of them, in all */
+	bool kick;                 /* a slot or a pooled connection came free: serve them */
+};
+
+/* ---- buffers ---- */
+
+static inline int buf_reserve(struct buf *b, size_t more)
+{
+	size_t need, cap;
+	uint8_t *d;
+
+	if (b->cap - b->len >= more)
+		return 0;
+	if (b->off > 0) {
+		memmove(b->d, b->d + b->off, b->len - b->off);
+		b->len -= b->off;
+		b->off = 0;
+		if (b->cap - b->len >= more)
+			return 0;
+	}
+	need = b->len + more;
+	cap = b->cap ? b->cap : 4096;
+	while (cap < need)
+		cap *= 2;
+	d = realloc(b->d, cap);
+	if (!d)
+		return -1;
+	b->d = d;
+	b->cap = cap;
+	return 0;
+}
+
+static inline size_t buf_used(const struct buf *b)
+{
+	return b->len - b->off;
+}
+
+static inline void buf_consume(struct buf *b, size_t n)
+{
+	b->off += n;
+	if (b->off == b->len)
+		b->off = b->len = 0;
+}
+
+/* Idle connections keep no large buffers (32 KB per idle client). */
+static inline void buf_trim(struct buf *b)
+{
+	if (buf_used(b) == 0 && b->cap > 16384) {
+		free(b->d);
+		memset(b, 0, sizeof(*b));
+	}
+}
+
+static inline void buf_free(struct buf *b)
+{
+	free(b->d);
+	memset(b, 0, sizeof(*b));
+}
+
+static inline int buf_append(struct buf *b, const void *p, size_t n)
+{
+	if (buf_reserve(b, n) < 0)
+		return -1;
+	memcpy(b->d + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+/* Appends payload as packets starting at seq, split at 16 MB; returns the
+ * next sequence id, or -1. */
+static inline int buf_put_packet(struct buf *b, uint8_t seq, const uint8_t *p, size_t n)
+{
+	for (;;) {
+		uint32_t f = n >= PKT_MAX_FRAG ? PKT_MAX_FRAG : (uint32_t)n;
+		if (buf_reserve(b, PKT_HDR + f) < 0)
+			return -1;
+		pkt_put_hdr(b->d + b->len, f, seq++);
+		memcpy(b->d + b->len + PKT_HDR, p, f);
+		b->len += PKT_HDR + f;
+		p += f;
+		n -= f;
+		if (f < PKT_MAX_FRAG)
+			return seq;
+	}
+}
+
+/* ---- small helpers ---- */
+
+static inline uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static inline int ep_add(struct worker *w, int fd, uint32_t events, void *ptr)
+{
+	struct epoll_event ev = {.events = events, .data.ptr = ptr};
+
+	return epoll_ctl(w->ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static inline void ep_mod(struct worker *w, int fd, uint32_t *cur, uint32_t events, void *ptr)
+{
+	struct epoll_event ev = {.events = events, .data.ptr = ptr};
+
+	if (*cur == events)
+		return;
+	*cur = events;
+	if (epoll_ctl(w->ep, EPOLL_CTL_MOD, fd, &ev) < 0)
+		log_debug("proxy: epoll_ctl mod: %s", strerror(errno));
+}
+
+static inline uint32_t get_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline void put_le32(uint8_t *p, uint32_t v)
+{
+	p[0] = v & 0xff;
+	p[1] = (v >> 8) & 0xff;
+	p[2] = (v >> 16) & 0xff;
+	p[3] = (v >> 24) & 0xff;
+}
+
+/* A read with any of these may change its connection's state (or, for
+ * SQL_CALC_FOUND_ROWS, leaves the FOUND_ROWS() answer that may be asked next). */
+#define STATEFUL_FLAGS                                                                             \
+	(CLS_F_MULTI | CLS_F_TEMP_TABLE | CLS_F_USER_VAR_WRITE | CLS_F_NAMED_LOCK |                \
+	 CLS_F_ROUTINE | CLS_F_SET_TRANSACTION | CLS_F_UNREPLAYABLE | CLS_F_AUTOCOMMIT_OFF |       \
+	 CLS_F_AUTOCOMMIT_ON | CLS_F_USE | CLS_F_CALC_FOUND_ROWS)
+
+/* The kind of the next answer a backend connection will send. */
+static inline enum resp_kind bconn_next_kind(const struct bconn *b)
+{
+	if (b->internal == 0)
+		return b->c->cur_kind;
+	return b->internal == 1 && b->prep_key ? RESP_PREPARE : RESP_GENERIC;
+}
+
+/* stmt.c: prepared statements and the connections' statement caches */
+struct pstmt *ps_find(struct client *c, uint32_t id);
+struct bstmt *bc_find(struct bconn *b, const struct skey *k);
+void bc_clear(struct bconn *b, bool send_close);
+int bc_add(struct bconn *b, struct skey *k, uint32_t xid);
+void bc_make_room(struct bconn *b);
+void ps_drop_longdata(struct client *c, struct pstmt *ps);
+void ps_free(struct client *c, struct pstmt *ps);
+struct pstmt *ps_new(struct client *c, const uint8_t *sql, size_t len);
+int build_execute(struct client *c, struct bstmt *e, uint32_t xid, const uint8_t **out,
+                  size_t *outlen);
+int queue_ps_prereqs(struct client *c, struct bconn *b, uint32_t *xid, struct bstmt **ep);
+
+/* pool.c: the per-backend cap, the pool, warm connections */
+bool slot_take(struct proxy_engine *e, uint32_t id);
+void wake_others(struct worker *w);
+void slot_release(struct worker *w, uint32_t id);
+void warm_unlink(struct bconn *b);
+bool pool_park(struct client *c, struct bconn *b);
+void pool_event(struct bconn *b, uint32_t events);
+bool reclaim_last(struct client *c);
+void pool_sweep(struct worker *w, uint64_t now);
+void warm_park(struct bconn *b);
+struct bconn *conn_get(struct client *c, const struct topo_backend *be, bool writer);
+void pool_warm(struct worker *w);
+int ghosts_init(struct worker *w);
+void ghosts_free(struct worker *w);
+
+/* wait.c: sessions waiting for a connection at the cap */
+void wait_dequeue(struct client *c);
+void wait_enqueue(struct client *c);
+void waiters_run(struct worker *w);
+void wait_expire(struct worker *w, uint64_t now);
+void pool_yield(struct worker *w);
+
+/* mux.c: when a session gives a connection back */
+bool keeps_state(const struct client *c, const struct bconn *b);
+bool state_pins(const struct client *c, const struct bconn *b);
+void mux_next(struct client *c);
+void mux_answered(struct client *c, struct bconn *b, bool clean);
+
+/* backend.c: a backend connection's life */
+void bconn_free(struct bconn *b);
+void bconn_update(struct bconn *b);
+int bconn_flush(struct bconn *b);
+void bconn_fail(struct bconn *b, const char *why);
+int bconn_read(struct bconn *b);
+void bconn_pump(struct bconn *b);
+void bconn_event(struct bconn *b, uint32_t events);
+struct bconn *bconn_open(struct client *c, const struct topo_backend *be, bool writer, bool *full);
+
+/* answer.c: answers from the backends */
+void tracking_replaced(struct bconn *b, const uint8_t *p, size_t n);
+void bconn_answers(struct bconn *b);
+
+/* route.c: routing and the session history */
+void hist_clear(struct client *c);
+int send_cmd(struct client *c, struct bconn *b);
+void route_cmd(struct client *c);
+int hist_add(struct client *c, const uint8_t *p, size_t n);
+void route_classify(struct client *c, const uint8_t *sql, size_t len, struct cls_result *res);
+void route_decide(struct client *c, enum cls_token tok, uint32_t flags, enum cls_reason reason,
+                  bool is_ps);
+void route_decide_query(struct client *c, const uint8_t *sql, size_t len);
+
+/* client.c: client sessions */
+void client_close(struct client *c);
+int client_flush(struct client *c);
+void cmd_done(struct client *c);
+void cmd_fail(struct client *c, uint16_t code, const char *msg);
+void client_process(struct client *c);
+void client_event(struct client *c, uint32_t events);
+void accept_clients(struct worker *w);
+
+#endif

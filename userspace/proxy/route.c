@@ -1,0 +1,482 @@
+/*
+ * route.c - routing: every statement is classified (the classifier's token
+ * and flags) and sent to the writer, the session's reader, the connection used
+ * last or the READ ONLY transaction's. Session statements are recorded as raw
+ * command packets and replayed, in order, on a connection that has not seen
+ * them before it runs anything else, so a pooled connection becomes the
+ * session's own (send_cmd); read-your-writes waits or falls back to the writer
+ * here too. Where a statement goes, apart from how a connection is got
+ * (pool.c) and what a client sent (client.c).
+ */
+#define _GNU_SOURCE
+#include "proxy/engine_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct topo_backend *pick_reader(struct client *c, const struct topology *t)
+{
+	int idx[64], total = 0, r;
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->nbackends && n < 64; i++) {
+		const struct topo_backend *b = &t->backends[i];
+		if (b->role != ROLE_READER || !topo_backend_usable(b) || b->weight <= 0)
+			continue;
+		if (c->has_exclude && b->id == c->exclude_id)
+			continue;
+		idx[n++] = (int)i;
+		total += b->weight;
+	}
+	if (n == 0)
+		return NULL;
+	for (size_t i = 0; c->has_sticky_reader && i < n; i++)
+		if (t->backends[idx[i]].id == c->sticky_reader)
+			return &t->backends[idx[i]];
+	r = (int)(rand_r(&c->w->rnd) % (unsigned)total);
+	size_t pick = n - 1;
+	for (size_t i = 0; i < n; i++) {
+		r -= t->backends[idx[i]].weight;
+		if (r < 0) {
+			pick = i;
+			break;
+		}
+	}
+	c->sticky_reader = t->backends[idx[pick]].id;
+	c->has_sticky_reader = true;
+	return &t->backends[idx[pick]];
+}
+
+/* A session that waits for a reader's connection keeps waiting for that
+ * reader while it serves: NULL when it no longer does. */
+static const struct topo_backend *waited_reader(struct client *c, const struct topology *t)
+{
+	if (!c->waiting)
+		return NULL;
+	for (size_t i = 0; i < t->nbackends; i++) {
+		const struct topo_backend *b = &t->backends[i];
+		if (b->id == c->wait_id)
+			return b->role == ROLE_READER && topo_backend_usable(b) && b->weight > 0 &&
+			               !(c->has_exclude && b->id == c->exclude_id)
+			           ? b
+			           : NULL;
+	}
+	return NULL;
+}
+
+static const struct topo_backend *cur_writer(const struct topology *t)
+{
+	if (!t || t->writer < 0 || (size_t)t->writer >= t->nbackends)
+		return NULL;
+	if (!topo_backend_usable(&t->backends[t->writer]))
+		return NULL;
+	return &t->backends[t->writer];
+}
+
+static bool still_serves(const struct topology *t, uint32_t id, enum be_role role)
+{
+	for (size_t i = 0; i < t->nbackends; i++)
+		if (t->backends[i].id == id)
+			return t->backends[i].role == role && topo_backend_usable(&t->backends[i]);
+	return false;
+}
+
+/* Drops held connections to backends that lost their role, where the session
+ * may move (not inside a transaction, nor with state only that server has). */
+static void follow_topology(struct client *c, const struct topology *t)
+{
+	if (c->wconn && !c->in_trans && !c->pin_writer && !c->autocommit_off &&
+	    !still_serves(t, c->wconn->backend_id, ROLE_WRITER))
+		bconn_free(c->wconn);
+	if (c->rconn && c->trx_conn != c->rconn &&
+	    !still_serves(t, c->rconn->backend_id, ROLE_READER))
+		bconn_free(c->rconn);
+}
+
+static void no_writer_msg(const struct topology *t, char *msg, size_t cap)
+{
+	size_t off;
+
+	if (!t) {
+		snprintf(msg, cap, "mysteer: no writer: no topology published yet");
+		return;
+	}
+	off = (size_t)snprintf(msg, cap, "mysteer: no writer: no backend is up and writable");
+	for (size_t i = 0; i < t->nbackends && off < cap; i++)
+		if (t->backends[i].last_error[0])
+			off += (size_t)snprintf(msg + off, cap - off, "; %s: %s",
+			                        t->backends[i].name, t->backends[i].last_error);
+}
+
+static struct bconn *get_writer(struct client *c, const struct topology *t, char *msg, size_t cap)
+{
+	const struct topo_backend *be;
+
+	if (c->wconn)
+		return c->wconn;
+	be = cur_writer(t);
+	if (!be) {
+		no_writer_msg(t, msg, cap);
+		return NULL;
+	}
+	c->wconn = conn_get(c, be, true);
+	if (!c->wconn && !c->must_wait)
+		snprintf(msg, cap, "mysteer: cannot connect to the writer %s", be->name);
+	return c->wconn;
+}
+
+static struct bconn *get_reader(struct client *c, const struct topology *t, char *msg, size_t cap)
+{
+	const struct topo_backend *be;
+
+	if (c->rconn && !(c->has_exclude && c->rconn->backend_id == c->exclude_id))
+		return c->rconn;
+	if (c->rconn)
+		bconn_free(c->rconn);
+	be = t ? waited_reader(c, t) : NULL;
+	if (!be && t)
+		be = pick_reader(c, t);
+	if (be)
+		c->rconn = conn_get(c, be, false);
+	if (c->rconn)
+		return c->rconn;
+	if (c->must_wait)
+		return NULL; /* the read waits for the reader it was given */
+	if (c->has_exclude && c->wconn && c->wconn->backend_id == c->exclude_id)
+		bconn_free(c->wconn);
+	return get_writer(c, t, msg, cap); /* no live reader: the writer stands in */
+}
+
+static bool gtid_text_ok(const char *g)
+{
+	if (!*g)
+		return false;
+	for (; *g; g++)
+		if (!((*g >= '0' && *g <= '9') || *g == '-' || *g == ','))
+			return false;
+	return true;
+}
+
+static int queue_query(struct bconn *b, const char *sql)
+{
+	char q[256];
+	int n = snprintf(q, sizeof(q), "%c%s", COM_QUERY, sql);
+
+	if (n < 0 || (size_t)n >= sizeof(q) ||
+	    buf_put_packet(&b->out, 0, (uint8_t *)q, (size_t)n) < 0)
+		return -1;
+	b->internal++;
+	return 0;
+}
+
+/*
+ * The proxy's session tracking on a writer connection, in one internal SET
+ * before the first statement and again after a reset:
+ * - session_track_state_change: the server reports when a statement changed
+ *   session state the history cannot rebuild (user variables, temporary
+ *   tables or session variables set inside a stored routine), read by
+ *   state_pins(). Needs CLIENT_SESSION_TRACK on the connection.
+ * - read_your_writes = gtid: last_gtid in session_track_system_variables, so
+ *   the writer's OK packets carry the session's last GTID.
+ */
+static int track_prologue(const struct client *c, struct bconn *b)
+{
+	/* before its login the connection's caps are not known yet: they will
+	 * be the client's, as far as the server has them (bconn_login) */
+	uint32_t caps = b->st == B_READY ? b->caps : c->caps;
+	bool state = !b->tracking_state && (caps & CAP_SESSION_TRACK);
+	bool gtid = !b->tracking_gtid && c->w->e->ryw_mode == RYW_GTID;
+	char q[160];
+
+	if (!b->writer || (!state && !gtid))
+		return 0;
+	b->tracking_state |= state;
+	b->tracking_gtid |= gtid;
+	snprintf(q, sizeof(q), "SET %s%s%s", state ? "session_track_state_change = ON" : "",
+	         state && gtid ? ", " : "",
+	         gtid ? "session_track_system_variables = "
+	                "CONCAT(@@session_track_system_variables, ',last_gtid')"
+	              : "");
+	return queue_query(b, q);
+}
+
+/*
+ * read_your_writes = gtid: a read on a replica first waits there for the
+ * session's last GTID (which writer connections report, track_prologue).
+ * Returns 1 when a wait was queued and the command is held back, 0 to go
+ * on, -1 on error.
+ */
+static int gtid_prologue(struct client *c, struct bconn *b)
+{
+	struct proxy_engine *e = c->w->e;
+	char q[200];
+
+	if (b->writer || c->route != R_READER || !gtid_text_ok(c->last_gtid) ||
+	    !strcmp(b->waited_gtid, c->last_gtid))
+		return 0;
+	snprintf(q, sizeof(q), "SELECT MASTER_GTID_WAIT('%s', %d.%03d)", c->last_gtid,
+	         e->ryw_ms / 1000, e->ryw_ms % 1000);
+	if (queue_query(b, q) < 0)
+		return -1;
+	b->gtid_wait = true;
+	b->gtid_ok = false;
+	resp_init(&b->rt, RESP_GENERIC, b->caps);
+	b->awaiting = false;
+	b->frag_left = 0;
+	c->cur = b;
+	c->fwd_started = false;
+	c->st = C_BUSY;
+	return 1;
+}
+
+/* Queues the session history this connection has not seen, then the command. */
+int send_cmd(struct client *c, struct bconn *b)
+{
+	size_t upto = c->cur_hist ? c->nhist - 1 : c->nhist;
+	const uint8_t *p = c->cmd.d + c->cmd.off;
+	size_t n = buf_used(&c->cmd);
+	uint32_t xid;
+
+	b->prep_key = NULL;
+	/* the history changes how the server may parse: the cached statements
+	 * were prepared without it (a clean connection has none replayed) */
+	if (b->hist_applied < upto && b->nbst > 0)
+		bc_clear(b, true);
+	while (b->hist_applied < upto) {
+		struct hist *h = &c->hist[b->hist_applied++];
+		if (buf_put_packet(&b->out, 0, h->p, h->n) < 0)
+			return -1;
+		b->internal++;
+		b->dirty = true;
+		tracking_replaced(b, h->p, h->n);
+	}
+	if (track_prologue(c, b) < 0)
+		return -1;
+	if (c->w->e->ryw_mode == RYW_GTID) {
+		int r = gtid_prologue(c, b);
+		if (r != 0)
+			return r < 0 ? -1 : bconn_flush(b);
+	}
+	if (c->cur_ps && p[0] == COM_STMT_EXECUTE) {
+		struct bstmt *e;
+		if (queue_ps_prereqs(c, b, &xid, &e) < 0 || build_execute(c, e, xid, &p, &n) < 0)
+			return -1;
+	} else if (c->cur_ps && p[0] == COM_STMT_PREPARE && !bc_find(b, c->cur_ps->key)) {
+		bc_make_room(b);
+	}
+	if (buf_put_packet(&b->out, 0, p, n) < 0)
+		return -1;
+	if (c->cur_hist) {
+		tracking_replaced(b, p, n);
+		b->hist_applied = c->nhist;
+	}
+	b->state_changed = false;
+	b->state_tracked = b->tracking_state;
+	resp_init(&b->rt, bconn_next_kind(b), b->caps);
+	b->awaiting = true;
+	b->frag_left = 0;
+	c->cur = b;
+	c->fwd_started = false;
+	c->st = C_BUSY;
+	return bconn_flush(b);
+}
+
+/* Sends c->cmd where c->route says. On failure the client has its ERR and
+ * the command is over (c->st is C_IDLE again). */
+void route_cmd(struct client *c)
+{
+	const struct topology *t = topo_current();
+	struct bconn *b = NULL;
+	char msg[512] = "mysteer: no backend available";
+
+	c->must_wait = false;
+	if (t)
+		follow_topology(c, t);
+	switch (c->route) {
+	case R_LAST:
+		b = c->last ? c->last : c->wconn ? c->wconn : c->rconn;
+		if (!b)
+			b = get_reader(c, t, msg, sizeof(msg));
+		break;
+	case R_TRX:
+		b = c->trx_conn ? c->trx_conn : get_reader(c, t, msg, sizeof(msg));
+		break;
+	case R_READER:
+		b = get_reader(c, t, msg, sizeof(msg));
+		break;
+	case R_WRITER:
+		b = get_writer(c, t, msg, sizeof(msg));
+		break;
+	}
+	if (t)
+		topo_put(t);
+	if (!b && c->must_wait) {
+		wait_enqueue(c);
+		return;
+	}
+	wait_dequeue(c);
+	if (!b) {
+		cmd_fail(c, 1105, msg);
+		return;
+	}
+	if (send_cmd(c, b) < 0)
+		bconn_fail(b, "write failed");
+}
+
+void hist_clear(struct client *c)
+{
+	for (size_t i = 0; i < c->nhist; i++)
+		free(c->hist[i].p);
+	c->nhist = 0;
+}
+
+/* An earlier identical statement is superseded by the new one: applications
+ * that repeat SET NAMES or SET time_zone on every request keep a short
+ * history. */
+static void hist_drop_same(struct client *c, const uint8_t *p, size_t n)
+{
+	struct bconn *conns[2] = {c->wconn, c->rconn};
+
+	for (size_t i = 0; i < c->nhist; i++) {
+		if (c->hist[i].n != n || memcmp(c->hist[i].p, p, n))
+			continue;
+		free(c->hist[i].p);
+		memmove(&c->hist[i], &c->hist[i + 1], (c->nhist - i - 1) * sizeof(c->hist[0]));
+		c->nhist--;
+		for (int k = 0; k < 2; k++)
+			if (conns[k] && conns[k]->hist_applied > i)
+				conns[k]->hist_applied--;
+		return;
+	}
+}
+
+int hist_add(struct client *c, const uint8_t *p, size_t n)
+{
+	hist_drop_same(c, p, n);
+	if (c->nhist == c->hist_cap) {
+		size_t cap = c->hist_cap ? c->hist_cap * 2 : 8;
+		struct hist *h = realloc(c->hist, cap * sizeof(*h));
+		if (!h)
+			return -1;
+		c->hist = h;
+		c->hist_cap = cap;
+	}
+	c->hist[c->nhist].p = malloc(n);
+	if (!c->hist[c->nhist].p)
+		return -1;
+	memcpy(c->hist[c->nhist].p, p, n);
+	c->hist[c->nhist].n = n;
+	c->nhist++;
+	c->cur_hist = true;
+	return 0;
+}
+
+/* Sets c->route (and the session flags) for a COM_QUERY. */
+void route_classify(struct client *c, const uint8_t *sql, size_t len, struct cls_result *res)
+{
+	struct worker *w = c->w;
+	struct proxy_engine *e = w->e;
+	struct cls_options opt = {.current_db = c->db, .current_db_len = strlen(c->db)};
+
+	if (e->routines && rt_generation(e->routines) != w->rt_gen) {
+		struct rt_snap *old = w->rt;
+		w->rt = rt_snap_get(e->routines, &w->rt_gen);
+		rt_snap_put(old);
+	}
+	opt.routines = w->rt ? w->rt->rt : NULL;
+	opt.trust_routines = atomic_load_explicit(&e->trust_routines, memory_order_relaxed);
+	cls_classify(&opt, (const char *)sql, len, res);
+}
+
+/* Sets c->route (and the session flags) for a statement of this class. A
+ * prepared statement (is_ps) cannot be replayed from the history: a session
+ * statement run that way pins the session instead. */
+void route_decide(struct client *c, enum cls_token tok, uint32_t flags, enum cls_reason reason,
+                  bool is_ps)
+{
+	struct proxy_engine *e = c->w->e;
+
+	c->cur_write = false;
+	c->cur_classified = true;
+	c->cur_tok = tok;
+	c->cur_flags = flags;
+	/* SET @a = ... is replayed from the history; SELECT @a := ... cannot be */
+	if ((flags & (CLS_F_TEMP_TABLE | CLS_F_NAMED_LOCK)) ||
+	    ((flags & CLS_F_USER_VAR_WRITE) && tok != CLS_SESSION)) {
+		if (!c->pin_writer)
+			log_debug("proxy: session of %s stays on the writer from now on", c->user);
+		c->pin_writer = true;
+	}
+	c->route = R_WRITER;
+	switch (tok) {
+	case CLS_SESSION:
+		if ((flags & CLS_F_UNREPLAYABLE) || is_ps) {
+			log_debug("proxy: a SET the proxy cannot replay pins %s to the writer",
+			          c->user);
+			c->pin_writer = true;
+			return;
+		}
+		if ((flags & CLS_F_SET_TRANSACTION) && !c->ro_trans)
+			return; /* applies to the next transaction: the writer's */
+		if (hist_add(c, c->cmd.d + c->cmd.off, buf_used(&c->cmd)) < 0)
+			c->closing = true;
+		c->route = c->ro_trans ? R_TRX : R_LAST;
+		return;
+	case CLS_BEGIN_RO:
+		if (!c->in_trans && !c->autocommit_off && !c->pin_writer) {
+			c->ro_trans = true;
+			c->route = R_TRX;
+		}
+		return;
+	case CLS_END:
+		if (c->ro_trans)
+			c->route = R_TRX;
+		return;
+	case CLS_BEGIN:
+	case CLS_WRITE:
+		if (c->ro_trans) {
+			c->route = R_TRX; /* the server refuses it inside READ ONLY */
+			return;
+		}
+		/* SELECT FOUND_ROWS() after a read on a replica: the answer is on
+		 * that replica's connection, kept after a SQL_CALC_FOUND_ROWS read,
+		 * back from the pool after a plain one if nobody took it since */
+		if (reason == CLS_R_PREV_RESULT && !is_ps && (c->last || reclaim_last(c))) {
+			c->route = R_LAST;
+			return;
+		}
+		c->cur_write = true;
+		return;
+	case CLS_READ:
+		break;
+	}
+	if (c->ro_trans) {
+		c->route = R_TRX;
+		return;
+	}
+	if ((flags & CLS_F_PREV_STATE) && c->last) {
+		c->route = R_LAST;
+		return;
+	}
+	if (c->in_trans || c->autocommit_off || c->pin_writer || (flags & CLS_F_HINT_WRITER) ||
+	    ((e->ryw_mode == RYW_WINDOW ||
+	      (e->ryw_mode == RYW_GTID && !(c->caps & CAP_SESSION_TRACK))) &&
+	     now_ms() < c->ryw_until_ms))
+		return;
+	c->route = R_READER;
+}
+
+void route_decide_query(struct client *c, const uint8_t *sql, size_t len)
+{
+	struct cls_result res;
+
+	route_classify(c, sql, len, &res);
+	if ((res.flags & CLS_F_USE) && res.db_len < sizeof(c->db) &&
+	    (size_t)res.db_off + res.db_len <= len) {
+		memcpy(c->db, sql + res.db_off, res.db_len);
+		c->db[res.db_len] = 0;
+	}
+	route_decide(c, res.token, res.flags, res.reason, false);
+	c->cur_reason = res.reason;
+}

@@ -1,0 +1,166 @@
+/*
+ * wait.c - sessions waiting for a connection of a backend at its
+ * pool_max_per_backend cap: the worker's FIFO (wait_enqueue, wait_dequeue),
+ * serving it when a connection or a slot comes free (waiters_run), the
+ * POOL_WAIT_MS bound (wait_expire), and idle connections closed for other
+ * workers' waiters (pool_yield). Apart from pool.c: only the slow path at the
+ * cap comes here.
+ */
+#define _GNU_SOURCE
+#include "proxy/engine_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The session no longer waits for a connection (served, failed, timed out
+ * or gone). */
+void wait_dequeue(struct client *c)
+{
+	struct worker *w = c->w;
+
+	if (!c->waiting)
+		return;
+	if (c->wait_prev)
+		c->wait_prev->wait_next = c->wait_next;
+	else
+		w->wait_head = c->wait_next;
+	if (c->wait_next)
+		c->wait_next->wait_prev = c->wait_prev;
+	else
+		w->wait_tail = c->wait_prev;
+	c->wait_prev = c->wait_next = NULL;
+	w->wait_n[c->wait_id]--;
+	w->nwaiting--;
+	atomic_fetch_sub(&w->e->be_waiting[c->wait_id], 1);
+	atomic_fetch_sub(&w->e->waiting_total, 1);
+	c->waiting = false;
+}
+
+/*
+ * The session waits for a connection of c->want_id, at pool_max_per_backend,
+ * in its worker's FIFO: its command stays in c->cmd (C_BUSY: nothing more is
+ * read from it meanwhile), and route_cmd runs again when a connection of that
+ * backend is parked or closed (waiters_run), until POOL_WAIT_MS has passed
+ * (wait_expire). A session already waiting keeps its place.
+ */
+void wait_enqueue(struct client *c)
+{
+	struct worker *w = c->w;
+	struct proxy_engine *e = w->e;
+	uint32_t id = c->want_id;
+
+	c->st = C_BUSY;
+	c->cur = NULL;
+	snprintf(c->wait_name, sizeof(c->wait_name), "%s", c->want_name);
+	if (c->waiting && c->wait_id == id)
+		return;
+	if (c->waiting) {
+		/* another reader now: same place in the queue */
+		w->wait_n[c->wait_id]--;
+		atomic_fetch_sub(&e->be_waiting[c->wait_id], 1);
+	} else {
+		c->waiting = true;
+		c->wait_start = now_ms();
+		c->wait_deadline = c->wait_start + e->wait_ms;
+		c->wait_next = NULL;
+		c->wait_prev = w->wait_tail;
+		if (w->wait_tail)
+			w->wait_tail->wait_next = c;
+		else
+			w->wait_head = c;
+		w->wait_tail = c;
+		w->nwaiting++;
+		atomic_fetch_add(&e->waiting_total, 1);
+		atomic_fetch_add(&e->be_waits[id], 1);
+		log_debug("proxy: a session of %s waits for a connection to %s "
+		          "(pool_max_per_backend = %d)",
+		          c->user, c->want_name, atomic_load(&e->pool_max));
+	}
+	c->wait_id = id;
+	w->wait_n[id]++;
+	atomic_fetch_add(&e->be_waiting[id], 1);
+	/* other workers' idle connections of it make room (pool_yield) */
+	wake_others(w);
+}
+
+/* After route_cmd, from outside the client's own event: an ERR or a refusal
+ * left it idle, so answer it and go on with what it sent next. */
+static void client_resume(struct client *c)
+{
+	if (c->dead || c->st != C_IDLE)
+		return;
+	if (client_flush(c) < 0 || c->closing)
+		client_close(c);
+	else
+		client_process(c);
+}
+
+/* A connection or a slot came free: the waiters try again, in order; the
+ * first one of a backend that still finds none keeps the later ones of that
+ * backend waiting too. */
+void waiters_run(struct worker *w)
+{
+	bool blocked[PROXY_MAX_IDS] = {false};
+
+	w->kick = false;
+	for (struct client *c = w->wait_head, *next; c; c = next) {
+		next = c->wait_next;
+		if (blocked[c->wait_id])
+			continue;
+		route_cmd(c);
+		if (c->waiting)
+			blocked[c->wait_id] = true;
+		else
+			client_resume(c);
+	}
+}
+
+/* Waits longer than POOL_WAIT_MS end with an ERR to that statement; the
+ * session goes on. */
+void wait_expire(struct worker *w, uint64_t now)
+{
+	struct proxy_engine *e = w->e;
+	char msg[256];
+
+	for (struct client *c = w->wait_head, *next; c; c = next) {
+		next = c->wait_next;
+		if (now < c->wait_deadline)
+			continue;
+		atomic_fetch_add(&e->be_wait_timeouts[c->wait_id], 1);
+		wait_dequeue(c);
+		snprintf(msg, sizeof(msg),
+		         "mysteer: no connection to %s free within %u ms "
+		         "(pool_max_per_backend = %d)",
+		         c->wait_name, e->wait_ms, atomic_load(&e->pool_max));
+		log_info("proxy: a session of %s waited %llu ms for %s: ERR", c->user,
+		         (unsigned long long)(now - c->wait_start), c->wait_name);
+		/* ER_CON_COUNT_ERROR, with HY000 rather than its 08004: connectors
+		 * take SQLSTATE class 08 for a broken connection */
+		cmd_fail(c, 1040, msg);
+		client_resume(c);
+	}
+}
+
+/* Idle connections of a backend that sessions of other workers wait for
+ * are closed, as many as those wait for: pools are per worker, so only
+ * their slots can serve them. */
+void pool_yield(struct worker *w)
+{
+	int freed[PROXY_MAX_IDS];
+
+	/* the usual case, checked before walking the pool after every batch */
+	if (atomic_load(&w->e->waiting_total) <= w->nwaiting)
+		return;
+	memset(freed, 0, sizeof(freed));
+
+	for (struct bconn *b = w->pool, *next; b; b = next) {
+		uint32_t id = b->backend_id;
+		next = b->pool_next;
+		if (id >= PROXY_MAX_IDS || b->resetting)
+			continue;
+		if (atomic_load(&w->e->be_waiting[id]) - w->wait_n[id] > freed[id]) {
+			freed[id]++;
+			bconn_free(b);
+		}
+	}
+}
