@@ -4,12 +4,14 @@
  * never answers is bounded by timeout_ms without holding back the other
  * backend, a snapshot is published only on changes, and a probe requested
  * from another thread runs on the loop; the resolver (names looked up off the
- * loop) answers on the loop and never after it is freed.
+ * loop) answers on the loop, every request once, on a bounded pool of threads,
+ * and never after it is freed.
  */
 #include <check.h>
 #include <mysql.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -274,6 +276,16 @@ static void on_resolved(void *arg, const struct resolver_result *r)
 		evloop_stop(arg);
 }
 
+/* The result of key, among the first n delivered (results come in the order
+ * the lookups end, not the order they were submitted). */
+static const struct resolver_result *got_key(uint32_t key, int n)
+{
+	for (int i = 0; i < n && i < 4; i++)
+		if (got[i].key == key)
+			return &got[i];
+	return NULL;
+}
+
 START_TEST(test_resolver)
 {
 	struct evloop *l = evloop_new();
@@ -289,15 +301,16 @@ START_TEST(test_resolver)
 	evloop_add_timer(l, 5000, stop_after, NULL);
 	evloop_run(l);
 	ck_assert_int_eq(ngot, 2);
-	ck_assert_uint_eq(got[0].key, 7);
-	ck_assert_int_eq(got[0].err, 0);
-	ck_assert_uint_gt(got[0].naddrs, 0);
-	ck_assert_uint_gt(got[0].addrlen[0], 0);
-	ck_assert_uint_eq(got[1].key, 8);
-	ck_assert_int_eq(got[1].err, 0);
-	ck_assert_uint_eq(got[1].naddrs, 1);
-	ck_assert_int_eq(got[1].addr[0].ss_family, AF_INET);
-	const struct sockaddr_in *sin = (const void *)&got[1].addr[0];
+	const struct resolver_result *r7 = got_key(7, ngot), *r8 = got_key(8, ngot);
+	ck_assert_ptr_nonnull(r7);
+	ck_assert_int_eq(r7->err, 0);
+	ck_assert_uint_gt(r7->naddrs, 0);
+	ck_assert_uint_gt(r7->addrlen[0], 0);
+	ck_assert_ptr_nonnull(r8);
+	ck_assert_int_eq(r8->err, 0);
+	ck_assert_uint_eq(r8->naddrs, 1);
+	ck_assert_int_eq(r8->addr[0].ss_family, AF_INET);
+	const struct sockaddr_in *sin = (const void *)&r8->addr[0];
 	ck_assert_uint_eq(ntohl(sin->sin_addr.s_addr), 0x7f000002);
 	ck_assert_uint_eq(ntohs(sin->sin_port), 3307);
 	/* freed with a request queued or running: the callback never comes */
@@ -306,6 +319,70 @@ START_TEST(test_resolver)
 	evloop_add_timer(l, 200, stop_after, NULL);
 	evloop_run(l);
 	ck_assert_int_eq(ngot, 2);
+	evloop_free(l);
+}
+END_TEST
+
+#define BURST 200
+static int burst_seen[BURST], burst_total;
+
+static void on_burst(void *arg, const struct resolver_result *r)
+{
+	ck_assert_uint_lt(r->key, BURST);
+	ck_assert_int_eq(r->err, 0);
+	ck_assert_uint_gt(r->naddrs, 0);
+	const struct sockaddr_in *sin = (const void *)&r->addr[0];
+	if (r->addr[0].ss_family == AF_INET)
+		ck_assert_uint_eq(ntohs(sin->sin_port), 1000 + r->key);
+	burst_seen[r->key]++;
+	if (++burst_total == BURST)
+		evloop_stop(arg);
+}
+
+/* Threads of this process now (/proc/self/task). */
+static int nthreads(void)
+{
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "r");
+	int n = -1;
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Threads: %d", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
+/* Many requests at once, in bursts from the loop: each delivered once, with
+ * its own key and port, on the loop; no thread before the first request and
+ * never more than RESOLVER_THREADS. */
+START_TEST(test_resolver_burst)
+{
+	struct evloop *l = evloop_new();
+	int before = nthreads();
+	struct resolver *r = resolver_new(l, on_burst, l);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(nthreads(), before);
+	memset(burst_seen, 0, sizeof(burst_seen));
+	burst_total = 0;
+	for (uint32_t k = 0; k < BURST; k++) {
+		const char *host = k % 3 == 0 ? "localhost" : k % 3 == 1 ? "127.0.0.1" : "::1";
+		ck_assert_int_eq(resolver_submit(r, k, host, (uint16_t)(1000 + k)), 0);
+		ck_assert_int_le(nthreads() - before, RESOLVER_THREADS);
+	}
+	ck_assert_int_gt(nthreads() - before, 0);
+	evloop_add_timer(l, 10000, stop_after, NULL);
+	evloop_run(l);
+	ck_assert_int_eq(burst_total, BURST);
+	for (int k = 0; k < BURST; k++)
+		ck_assert_int_eq(burst_seen[k], 1);
+	ck_assert_int_le(nthreads() - before, RESOLVER_THREADS);
+	/* Idle threads are joined: none is left once freed. */
+	resolver_free(r);
+	ck_assert_int_eq(nthreads(), before);
+	evloop_add_timer(l, 100, stop_after, NULL);
+	evloop_run(l);
+	ck_assert_int_eq(burst_total, BURST);
 	evloop_free(l);
 }
 END_TEST
@@ -321,6 +398,7 @@ int main(void)
 	tcase_add_test(tc, test_mute_server_bounded);
 	tcase_add_test(tc, test_request_probe_from_thread);
 	tcase_add_test(tc, test_resolver);
+	tcase_add_test(tc, test_resolver_burst);
 	tcase_add_test(tc, test_removed_while_resolving);
 	tcase_add_test(tc, test_first_lookup_async);
 	suite_add_tcase(s, tc);

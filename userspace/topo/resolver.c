@@ -25,15 +25,18 @@ struct req {
 	char host[]; /* NUL-terminated */
 };
 
-/* Shared by the loop side and the worker; freed by whichever drops the last
- * reference. Everything below lock is guarded by it. */
+/* Shared by the loop side and the workers; freed by whichever drops the last
+ * reference (the loop side holds one, each started worker one). Everything
+ * below lock is guarded by it. */
 struct shared {
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
+	pthread_cond_t cond; /* a request queued, or stop */
 	int refs;
 	bool stop;
-	bool worker; /* started */
-	pthread_t tid;
+	int nthreads;  /* started; they run until stop */
+	int nfree;     /* of those, not in a lookup (waiting, or not yet waiting) */
+	size_t queued; /* requests in queue */
+	pthread_t tid[RESOLVER_THREADS];
 	struct req *queue, **queue_tail;
 	struct req *done, **done_tail;
 	int efd;
@@ -116,9 +119,12 @@ static void *worker(void *arg)
 		if (!sh->queue)
 			sh->queue_tail = &sh->queue;
 		r->next = NULL;
+		sh->queued--;
+		sh->nfree--;
 		pthread_mutex_unlock(&sh->lock);
 		lookup(r);
 		pthread_mutex_lock(&sh->lock);
+		sh->nfree++;
 		if (sh->stop) {
 			free(r);
 			break;
@@ -196,26 +202,30 @@ fail:
  * An idle worker ends at once on stop: join it, so that it has released what
  * glibc keeps per thread (its resolver state) before the caller goes on, and
  * exits. One inside a slow lookup is left to end by itself (detached) rather
- * than holding up a shutdown; it holds its own reference to what it uses.
+ * than holding up a shutdown; it holds its own reference to what it uses. One
+ * deadline for all of them: a shutdown waits 500 ms at most, however many are
+ * stuck.
  */
-static void reap_worker(pthread_t tid)
+static void reap_workers(const pthread_t *tid, int n)
 {
 	struct timespec until;
+	bool timed = clock_gettime(CLOCK_REALTIME, &until) == 0;
 	int rc;
 
-	if (clock_gettime(CLOCK_REALTIME, &until) == 0) {
+	if (timed) {
 		until.tv_nsec += 500 * 1000000L;
 		if (until.tv_nsec >= 1000000000L) {
 			until.tv_sec++;
 			until.tv_nsec -= 1000000000L;
 		}
-		rc = pthread_timedjoin_np(tid, NULL, &until);
-		if (rc == 0)
-			return;
 	}
-	rc = pthread_detach(tid);
-	if (rc != 0)
-		log_warn("resolver: cannot detach the lookup thread: %s", strerror(rc));
+	for (int i = 0; i < n; i++) {
+		if (timed && pthread_timedjoin_np(tid[i], NULL, &until) == 0)
+			continue;
+		rc = pthread_detach(tid[i]);
+		if (rc != 0)
+			log_warn("resolver: cannot detach a lookup thread: %s", strerror(rc));
+	}
 }
 
 void resolver_free(struct resolver *rs)
@@ -223,6 +233,7 @@ void resolver_free(struct resolver *rs)
 	if (!rs)
 		return;
 	struct shared *sh = rs->sh;
+	pthread_t tid[RESOLVER_THREADS];
 	if (rs->watching)
 		evloop_del_fd(rs->l, sh->efd);
 	pthread_mutex_lock(&sh->lock);
@@ -230,22 +241,44 @@ void resolver_free(struct resolver *rs)
 	free_list(sh->queue);
 	sh->queue = NULL;
 	sh->queue_tail = &sh->queue;
+	sh->queued = 0;
 	free_list(sh->done);
 	sh->done = NULL;
 	sh->done_tail = &sh->done;
-	pthread_cond_signal(&sh->cond);
-	bool worker = sh->worker;
-	pthread_t tid = sh->tid;
+	pthread_cond_broadcast(&sh->cond);
+	/* Copied before our reference goes: the last worker may free sh. */
+	int n = sh->nthreads;
+	memcpy(tid, sh->tid, sizeof(tid[0]) * (size_t)n);
 	shared_put_unlock(sh);
 	free(rs);
-	if (worker)
-		reap_worker(tid);
+	reap_workers(tid, n);
 }
 
-/* Joinable: resolver_free joins it, or detaches it when a lookup is slow. */
-static int start_worker(struct shared *sh)
+/*
+ * Called with the lock held, after a request was queued: a new worker only
+ * when the requests waiting outnumber the workers free to take them (every
+ * worker is busy) and the pool is not full. A worker counts as free from its
+ * start until it takes a request, so a burst of requests starts no more
+ * workers than it needs. Joinable: resolver_free joins it, or detaches it
+ * when a lookup is slow. The worker's reference is taken before it can run.
+ */
+static int grow_pool(struct shared *sh)
 {
-	return pthread_create(&sh->tid, NULL, worker, sh) == 0 ? 0 : -1;
+	if (sh->queued <= (size_t)sh->nfree || sh->nthreads >= RESOLVER_THREADS)
+		return 0;
+	sh->refs++;
+	int rc = pthread_create(&sh->tid[sh->nthreads], NULL, worker, sh);
+	if (rc != 0) {
+		sh->refs--;
+		/* The workers there are take the request in turn. */
+		if (sh->nthreads > 0)
+			log_warn("resolver: cannot start lookup thread %d: %s", sh->nthreads + 1,
+			         strerror(rc));
+		return sh->nthreads > 0 ? 0 : -1;
+	}
+	sh->nthreads++;
+	sh->nfree++;
+	return 0;
 }
 
 int resolver_submit(struct resolver *rs, uint32_t key, const char *host, uint16_t port)
@@ -260,18 +293,21 @@ int resolver_submit(struct resolver *rs, uint32_t key, const char *host, uint16_
 	r->res.key = key;
 
 	pthread_mutex_lock(&sh->lock);
-	if (!sh->worker) {
-		sh->refs++; /* the worker's, taken before it can run */
-		if (start_worker(sh) < 0) {
-			sh->refs--;
-			pthread_mutex_unlock(&sh->lock);
-			free(r);
-			return -1;
-		}
-		sh->worker = true;
-	}
 	*sh->queue_tail = r;
 	sh->queue_tail = &r->next;
+	sh->queued++;
+	if (grow_pool(sh) < 0) {
+		/* No worker at all: take the request back (it is the last one). */
+		struct req **p = &sh->queue;
+		while (*p != r)
+			p = &(*p)->next;
+		*p = NULL;
+		sh->queue_tail = p;
+		sh->queued--;
+		pthread_mutex_unlock(&sh->lock);
+		free(r);
+		return -1;
+	}
 	pthread_cond_signal(&sh->cond);
 	pthread_mutex_unlock(&sh->lock);
 	return 0;
