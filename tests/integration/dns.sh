@@ -300,6 +300,92 @@ status_json >"$T/st.json"
 check "slow2 is resolving after the reload" resolving slow2 "$SLOW2"
 check "db1 still the writer" test "$(json_get 'd["writer"]' <"$T/st.json")" = db1
 itest_daemon_stop TERM
+
+# --- slow lookups do not hold up a name the hosts file answers ------------------
+# Three names only the mute DNS server could answer are being looked up (6 s
+# each); a backend added then by a name of the hosts file resolves and comes up
+# at once: the lookups run on a small pool of threads (up to 4), not one after
+# the other on one thread (where it waited >= 6 s for slow1 alone).
+FAST=mysteer-test-fast SLOW3=slow3.mysteer-test.invalid
+SLOWS=("" "$SLOW" "$SLOW2" "$SLOW3") # slowN is ${SLOWS[N]}
+FAST_DEADLINE_MS=3000 # well under SLOW_S; a lookup there and rise = 2 probes
+echo "127.0.0.1 $FAST" >>"$HOSTS"
+fast_ms=$(python3 - "$FAST" <<'PY'
+import socket, sys, time
+t = time.monotonic()
+socket.getaddrinfo(sys.argv[1], 3306, 0, socket.SOCK_STREAM)
+print(int((time.monotonic() - t) * 1000))
+PY
+)
+measured "a lookup of $FAST (hosts file) with the mute DNS server: ${fast_ms} ms"
+check "a name of the hosts file resolves at once here (${fast_ms} ms < 1000)" \
+	test "${fast_ms:-99999}" -lt 1000
+ITEST_NO_BACKENDS=1 itest_write_config "$T/pool.conf" - <<CONF
+
+[backend:db1]
+host = 127.0.0.1
+port = $P1
+priority = 100
+[backend:db2]
+host = 127.0.0.1
+port = $P2
+priority = 200
+CONF
+rm -f "$T/state"
+log0=$(wc -l <"$T/mysteerd.log") # this daemon's lines only: slow1 was used above
+log_count_now() { tail -n +"$((log0 + 1))" "$T/mysteerd.log" | grep -c -- "$1"; }
+itest_daemon_start "$T/pool.conf" || exit 1
+wait_until 10 up_writer db1 >/dev/null
+t_slow=$(ms_now)
+for n in 1 2 3; do
+	host=${SLOWS[n]}
+	check "add slow$n ($host) while the other slow lookups run" \
+		ctl add "slow$n" "$host:$P3" priority=$((400 + n))
+done
+sleep 0.3
+t0=$(ms_now)
+check "add fast1 ($FAST, in the hosts file) behind three slow lookups" \
+	ctl add fast1 "$FAST:$P3" priority=500
+fast_up() {
+	status_json >"$T/st.json" && test "$(bjson fast1 state)" = up &&
+		test "$(bjson fast1 address)" = 127.0.0.1
+}
+wait_until $((SLOW_S * 5)) fast_up >/dev/null
+fast_up_ms=$(($(ms_now) - t0)) since_slow_ms=$(($(ms_now) - t_slow))
+measured "fast1 up ${fast_up_ms} ms after its add, with 3 lookups of ${lookup_ms} ms started ${since_slow_ms} ms before it came up"
+check "fast1 up at 127.0.0.1 within ${FAST_DEADLINE_MS} ms of its add (${fast_up_ms} ms), not after the slow lookups" \
+	test "$fast_up_ms" -lt "$FAST_DEADLINE_MS"
+for n in 1 2 3; do
+	host=${SLOWS[n]}
+	check "slow$n still resolving when fast1 came up" resolving "slow$n" "$host"
+done
+check "db1 still the writer" up_writer db1
+# No result lost: every slow lookup answers (fails), each name goes down.
+slows_down() {
+	status_json >"$T/st.json" || return 1
+	local n host
+	for n in 1 2 3; do
+		host=${SLOWS[n]}
+		test "$(bjson "slow$n" state)" = down || return 1
+		bjson "slow$n" last_error | grep -q "^cannot resolve $host" || return 1
+	done
+}
+ms=$(wait_until $((SLOW_S * 3)) slows_down)
+check "slow1, slow2 and slow3 all down: 'cannot resolve' (${ms} ms)" slows_down
+measured "slow1..3 down ${ms} ms after fast1 came up"
+for n in 1 2 3; do
+	host=${SLOWS[n]}
+	check_eq "one warning for slow$n" 1 "$(log_count_now "slow$n: cannot resolve $host")"
+done
+check "fast1 still up" test "$(bjson fast1 state)" = up
+# Stopped while the slow names are looked up again (once a second after a
+# failed probe, each stuck 6 s): every stuck thread is left behind, detached.
+t0=$(ms_now)
+itest_daemon_stop TERM
+stop_ms=$(($(ms_now) - t0))
+measured "SIGTERM with 3 lookups stuck: stopped in ${stop_ms} ms"
+check_eq "the daemon exits 0 on SIGTERM with lookups stuck" 0 "$ITEST_DAEMON_RC"
+check "... within 3000 ms (${stop_ms} ms), not after the lookups" test "$stop_ms" -lt 3000
 umount /etc/resolv.conf
 
 itest_done
