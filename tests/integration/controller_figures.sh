@@ -78,7 +78,7 @@ rm -f "$T/state"
 		printf '[backend:b%d]\nhost = 127.0.0.1\nport = %d\npriority = %d\n' \
 			"$i" $((P1 + (i - 1) % 3)) $((100 + i))
 	done
-} | ITEST_NO_BACKENDS=1 itest_write_config "$T/many.conf" -
+} | ITEST_BACKENDS= itest_write_config "$T/many.conf" -
 itest_daemon_start "$T/many.conf" || exit 1
 ms=$(wait_until 30 all_up)
 check "100 backends all up (${ms} ms)" all_up

@@ -60,7 +60,7 @@ check "no nscd caches hosts here" test ! -S /var/run/nscd/socket
 hosts_map 127.0.0.1
 
 itest_sandbox_up
-ITEST_NO_BACKENDS=1 itest_write_config "$T/mysteer.conf" - <<CONF
+ITEST_BACKENDS= itest_write_config "$T/mysteer.conf" - <<CONF
 
 [backend:db1]
 host = $NAME
@@ -250,16 +250,7 @@ check "remove slow1" ctl remove slow1
 itest_daemon_stop TERM
 
 # start: the admin socket and the other backends do not wait for the lookup
-ITEST_NO_BACKENDS=1 itest_write_config "$T/slow.conf" - <<CONF
-
-[backend:db1]
-host = 127.0.0.1
-port = $P1
-priority = 100
-[backend:db2]
-host = 127.0.0.1
-port = $P2
-priority = 200
+ITEST_BACKENDS="1 2" itest_write_config "$T/slow.conf" - <<CONF
 [backend:slow1]
 host = $SLOW
 port = $P3
@@ -320,17 +311,7 @@ PY
 measured "a lookup of $FAST (hosts file) with the mute DNS server: ${fast_ms} ms"
 check "a name of the hosts file resolves at once here (${fast_ms} ms < 1000)" \
 	test "${fast_ms:-99999}" -lt 1000
-ITEST_NO_BACKENDS=1 itest_write_config "$T/pool.conf" - <<CONF
-
-[backend:db1]
-host = 127.0.0.1
-port = $P1
-priority = 100
-[backend:db2]
-host = 127.0.0.1
-port = $P2
-priority = 200
-CONF
+ITEST_BACKENDS="1 2" itest_write_config "$T/pool.conf"
 rm -f "$T/state"
 log0=$(wc -l <"$T/mysteerd.log") # this daemon's lines only: slow1 was used above
 log_count_now() { tail -n +"$((log0 + 1))" "$T/mysteerd.log" | grep -c -- "$1"; }

@@ -167,7 +167,8 @@ sql_root() { # port query
 # the caller gives on stdin (extra sections; a later [probe] etc. is not
 # allowed twice, so pass probe/steer keys through the variables below).
 #   ITEST_PROBE_EXTRA, ITEST_STEER_EXTRA, ITEST_PROXY_EXTRA: lines added to those sections
-#   ITEST_NO_BACKENDS=1: leave out the default three backends
+#   ITEST_BACKENDS: which sandbox servers become backends db1..db3 (default
+#     "1 2 3", priorities 100, 200, 300; empty: none)
 itest_write_config() { # file [-: append stdin]
 	local f=$1
 	cat >"$f" <<CONF
@@ -204,23 +205,12 @@ role = split
 [user:app]
 password = app
 CONF
-	if [ "${ITEST_NO_BACKENDS:-0}" != 1 ]; then
-		cat >>"$f" <<CONF
-
-[backend:db1]
-host = 127.0.0.1
-port = $P1
-priority = 100
-[backend:db2]
-host = 127.0.0.1
-port = $P2
-priority = 200
-[backend:db3]
-host = 127.0.0.1
-port = $P3
-priority = 300
-CONF
-	fi
+	local i port
+	for i in ${ITEST_BACKENDS-1 2 3}; do
+		port=P$i
+		printf '\n[backend:db%s]\nhost = 127.0.0.1\nport = %s\npriority = %s\n' \
+			"$i" "${!port}" $((i * 100)) >>"$f"
+	done
 	[ "${2:-}" = - ] && cat >>"$f"
 	chmod 600 "$f"
 }
