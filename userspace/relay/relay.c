@@ -588,7 +588,8 @@ size_t relay_backend_ids(struct relay *r, uint32_t *ids, size_t max)
 	return n;
 }
 
-/* Hands a pair to r's thread. */
+/* Hands a pair to r's thread. -1 (the fds still the caller's) only when it
+ * could not be queued. */
 static int queue_pair(struct relay *r, int fd_client, int fd_backend)
 {
 	pthread_mutex_lock(&r->mu);
@@ -607,7 +608,12 @@ static int queue_pair(struct relay *r, int fd_client, int fd_backend)
 	r->nin++;
 	pthread_mutex_unlock(&r->mu);
 	uint64_t one = 1;
-	return write(r->wake_fd, &one, sizeof(one)) == sizeof(one) ? 0 : -1;
+	/* Queued, so the relay owns the fds now whatever happens: the caller
+	 * must not close them. An eventfd write cannot fail short of a counter
+	 * overflow; say so if it does (the pair starts at the next wakeup). */
+	if (write(r->wake_fd, &one, sizeof(one)) != sizeof(one))
+		log_warn("relay: waking a relay thread: %s", strerror(errno));
+	return 0;
 }
 
 int relay_add_pair(struct relay *r, int fd_client, int fd_backend)
@@ -769,15 +775,16 @@ void relay_free(struct relay *r)
 {
 	if (!r)
 		return;
-	for (size_t i = 0; i < r->nshards; i++)
-		relay_free(r->shards[i]);
-	free(r->shards);
 	if (r->running) {
 		uint64_t one = 1;
 		__atomic_store_n(&r->stop, true, __ATOMIC_RELEASE);
 		(void)!write(r->wake_fd, &one, sizeof(one));
 		pthread_join(r->thread, NULL);
 	}
+	/* After this thread, which deals pairs out to them, has stopped. */
+	for (size_t i = 0; i < r->nshards; i++)
+		relay_free(r->shards[i]);
+	free(r->shards);
 	while (r->pairs)
 		pair_kill(r, r->pairs, false);
 	bury(r);
