@@ -289,7 +289,7 @@ START_TEST(listener_pairs_on_every_thread)
 	}
 	for (int round = 0; round < 3; round++) {
 		for (int i = 0; i < N; i++) {
-			char out[8], in[8] = {0};
+			char out[32], in[8] = {0};
 			snprintf(out, sizeof(out), "q%02d%d", i, round);
 			ck_assert_int_eq(write(c[i], out, 4), 4);
 			ck_assert_int_eq(read(s[i], in, 4), 4);
