@@ -9,9 +9,10 @@
  * Everything of a session lives on one worker thread; the only shared state is
  * the read-only user table, the connection counters (atomics, per backend: the
  * pool_max_per_backend cap is reserved in be_active), the workers' wake
- * eventfds and the topology snapshots. A session that finds its backend at the
- * cap waits in its worker's FIFO (wait_enqueue) until a connection of that
- * backend is parked or closed, or the bound runs out.
+ * eventfds, the waits' tickets and the topology snapshots. A session that finds
+ * its backend at the cap waits in its worker's queue with a ticket of the whole
+ * proxy (wait_enqueue): a connection of that backend parked or closed goes to
+ * the oldest ticket waiting for it on any worker, until the bound runs out.
  */
 #define _GNU_SOURCE
 #include "proxy/engine_int.h"
@@ -297,8 +298,12 @@ struct proxy_engine *proxy_engine_start(const struct config *cfg, const char *ad
 	e->nworkers = n;
 	e->routines = rt_loader_start(cfg->probe_user, cfg->probe_password,
 	                              (unsigned)(cfg->interval_ms > 0 ? cfg->interval_ms : 1000));
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		e->workers[i].ep = e->workers[i].lfd = e->workers[i].wakefd = -1;
+		/* before any thread starts: the others read it */
+		for (int id = 0; id < PROXY_MAX_IDS; id++)
+			atomic_init(&e->workers[i].oldest[id], WAIT_NONE);
+	}
 	for (int i = 0; i < n; i++) {
 		struct worker *w = &e->workers[i];
 		if (worker_init(w, e, addr, port, err, errlen) < 0) {

@@ -48,6 +48,9 @@
 /* How long a session waits for a backend connection when the backend is at
  * pool_max_per_backend (then ERR 1040 to that statement). */
 #define POOL_WAIT_MS 10000
+/* A worker's oldest waiter ticket for a backend when none of its sessions
+ * waits for it (struct worker, oldest). */
+#define WAIT_NONE UINT64_MAX
 /* The largest packet read before login: a handshake response (user, auth
  * data, schema, plugin, connection attributes) is a few hundred bytes, and
  * clients cap their connection attributes at 64 KB. */
@@ -189,6 +192,7 @@ struct client {
 	uint32_t want_id, wait_id;
 	char want_name[TOPO_NAME_MAX], wait_name[TOPO_NAME_MAX];
 	uint64_t wait_start, wait_deadline;
+	uint64_t wait_ticket; /* its place over all workers (e->wait_tickets) */
 	struct client *wait_prev, *wait_next;
 };
 
@@ -281,6 +285,9 @@ struct proxy_engine {
 	_Atomic int waiting_total; /* be_waiting summed: 0 keeps pool_yield off */
 	_Atomic uint64_t be_waits[PROXY_MAX_IDS], be_wait_timeouts[PROXY_MAX_IDS];
 	uint32_t wait_ms; /* POOL_WAIT_MS (MYSTEER_TEST_POOL_WAIT_MS) */
+	/* the next wait's ticket: waits are served in ticket order per backend
+	 * over all workers (wait.c) */
+	_Atomic uint64_t wait_tickets;
 	_Atomic uint32_t next_conn_id;
 	_Atomic bool trust_routines;
 	struct proxy_routines *routines;
@@ -307,8 +314,13 @@ struct worker {
 	size_t nghosts;
 	struct rt_snap *rt; /* this worker's reference to the routine table */
 	uint64_t rt_gen;
-	/* sessions waiting for a connection, first come first served */
+	/* sessions waiting for a connection, in ticket order (first come,
+	 * first served, over all workers per backend) */
 	struct client *wait_head, *wait_tail;
+	/* per backend id, the ticket of the first of them waiting for it, or
+	 * WAIT_NONE: written by this worker only, read by the others (an older
+	 * one elsewhere takes the slot first, wait_older_elsewhere) */
+	_Atomic uint64_t oldest[PROXY_MAX_IDS];
 	int wait_n[PROXY_MAX_IDS]; /* of them, per backend id */
 	int nwaiting;              /* of them, in all */
 	bool kick;                 /* a slot or a pooled connection came free: serve them */
@@ -486,6 +498,7 @@ void wait_enqueue(struct client *c);
 void waiters_run(struct worker *w);
 void wait_expire(struct worker *w, uint64_t now);
 void pool_yield(struct worker *w);
+bool wait_older_elsewhere(struct worker *w, uint32_t id, uint64_t ticket);
 
 /* mux.c: when a session gives a connection back */
 bool keeps_state(const struct client *c, const struct bconn *b);

@@ -109,14 +109,15 @@ bool pool_park(struct client *c, struct bconn *b)
 	uint32_t id = b->backend_id;
 
 	/* Closed rather than kept idle: not reusable as it is, the pool full,
-	 * over a pool_max_per_backend lowered by a reload, or sessions of
-	 * other workers wait for a slot of this backend (pools are per
-	 * worker: an idle connection here would not serve them). */
+	 * over a pool_max_per_backend lowered by a reload, or a session of
+	 * another worker waits for a slot of this backend longer than any of
+	 * this one (pools are per worker: an idle connection here would not
+	 * serve it, its slot will). */
 	if (b->st != B_READY || b->awaiting || b->internal || b->gtid_wait || b->frag_left ||
 	    buf_used(&b->in) || max < 1 || pool_count(w, id) >= max ||
 	    (id < PROXY_MAX_IDS &&
 	     (atomic_load(&w->e->be_active[id]) > (uint64_t)atomic_load(&w->e->pool_max) ||
-	      atomic_load(&w->e->be_waiting[id]) > w->wait_n[id]))) {
+	      wait_older_elsewhere(w, id, atomic_load(&w->oldest[id]))))) {
 		bconn_free(b);
 		return false;
 	}
@@ -410,12 +411,26 @@ static struct bconn *conn_wait(struct client *c, const struct topo_backend *be)
 	return NULL;
 }
 
+/* First come, first served over all workers: a statement that does not
+ * wait yet queues behind any session waiting for the backend (one atomic
+ * load, 0 but at the cap); a waiting one lets an older waiter of another
+ * worker have what comes free (that worker is woken: slot_release,
+ * pool_yield). */
+static bool must_queue(struct client *c, uint32_t id)
+{
+	if (id >= PROXY_MAX_IDS)
+		return false;
+	if (!c->waiting)
+		return atomic_load(&c->w->e->be_waiting[id]) > 0;
+	return wait_older_elsewhere(c->w, id, c->wait_ticket);
+}
+
 /*
  * A connection of be for the session: a pooled one, else a new one within
  * pool_max_per_backend, else (at the cap) a new one in the slot of an idle
  * one that does not fit; else NULL with c->must_wait set: the session waits
  * for a connection of be to be parked or closed. A session does not pass
- * the ones of its worker that already wait for be.
+ * the ones of any worker that already wait for be (must_queue).
  */
 struct bconn *conn_get(struct client *c, const struct topo_backend *be, bool writer)
 {
@@ -423,7 +438,7 @@ struct bconn *conn_get(struct client *c, const struct topo_backend *be, bool wri
 	struct bconn *b, *victim;
 	bool full;
 
-	if (be->id < PROXY_MAX_IDS && w->wait_n[be->id] > 0 && !c->waiting)
+	if (must_queue(c, be->id))
 		return conn_wait(c, be);
 	b = pool_take(c, be, writer);
 	if (b)

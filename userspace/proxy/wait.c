@@ -1,16 +1,60 @@
 /*
  * wait.c - sessions waiting for a connection of a backend at its
- * pool_max_per_backend cap: the worker's FIFO (wait_enqueue, wait_dequeue),
+ * pool_max_per_backend cap: the worker's queue (wait_enqueue, wait_dequeue),
+ * first come first served per backend over all workers (a ticket per wait,
+ * each worker publishing its oldest one per backend: wait_older_elsewhere),
  * serving it when a connection or a slot comes free (waiters_run), the
- * POOL_WAIT_MS bound (wait_expire), and idle connections closed for other
- * workers' waiters (pool_yield). Apart from pool.c: only the slow path at the
- * cap comes here.
+ * POOL_WAIT_MS bound (wait_expire), and idle connections closed for older
+ * waiters of other workers (pool_yield). Apart from pool.c: only the slow
+ * path at the cap comes here.
  */
 #define _GNU_SOURCE
 #include "proxy/engine_int.h"
 
 #include <stdio.h>
 #include <string.h>
+
+/*
+ * Publishes the ticket of this worker's oldest waiter for backend id (the
+ * queue is in ticket order: the first one of id), WAIT_NONE for none. When
+ * it grows (that waiter left, served or not) while other workers have
+ * waiters of id, they are woken: one of theirs may be the oldest now, and
+ * may find free the slot this one deferred to it.
+ */
+static void oldest_publish(struct worker *w, uint32_t id)
+{
+	uint64_t before = atomic_load(&w->oldest[id]), t = WAIT_NONE;
+
+	for (const struct client *c = w->wait_head; c; c = c->wait_next)
+		if (c->wait_id == id) {
+			t = c->wait_ticket;
+			break;
+		}
+	if (t == before)
+		return;
+	atomic_store(&w->oldest[id], t);
+	if (t > before && !w->stop && atomic_load(&w->e->be_waiting[id]) > w->wait_n[id])
+		wake_others(w);
+}
+
+/*
+ * Another worker has a session waiting for backend id with a ticket older
+ * than this one (WAIT_NONE: older than a statement that does not wait yet):
+ * a connection or slot of id that comes free here is theirs. One atomic
+ * load when nobody else waits for id. A wait that took its ticket but has
+ * not published it yet is missed: it is served after a younger one, once.
+ */
+bool wait_older_elsewhere(struct worker *w, uint32_t id, uint64_t ticket)
+{
+	struct proxy_engine *e = w->e;
+
+	if (id >= PROXY_MAX_IDS || atomic_load(&e->be_waiting[id]) <= w->wait_n[id])
+		return false;
+	for (int i = 0; i < e->nworkers; i++)
+		if (&e->workers[i] != w && atomic_load(&e->workers[i].oldest[id]) < ticket)
+			return true;
+	return false;
+}
 
 /* The session no longer waits for a connection (served, failed, timed out
  * or gone). */
@@ -34,14 +78,18 @@ void wait_dequeue(struct client *c)
 	atomic_fetch_sub(&w->e->be_waiting[c->wait_id], 1);
 	atomic_fetch_sub(&w->e->waiting_total, 1);
 	c->waiting = false;
+	if (c->wait_ticket == atomic_load(&w->oldest[c->wait_id]))
+		oldest_publish(w, c->wait_id);
 }
 
 /*
  * The session waits for a connection of c->want_id, at pool_max_per_backend,
- * in its worker's FIFO: its command stays in c->cmd (C_BUSY: nothing more is
- * read from it meanwhile), and route_cmd runs again when a connection of that
- * backend is parked or closed (waiters_run), until POOL_WAIT_MS has passed
- * (wait_expire). A session already waiting keeps its place.
+ * in its worker's queue with a ticket of the whole proxy: its command stays
+ * in c->cmd (C_BUSY: nothing more is read from it meanwhile), and route_cmd
+ * runs again when a connection of that backend is parked or closed
+ * (waiters_run), until POOL_WAIT_MS has passed (wait_expire); it takes one
+ * only when no other worker has an older ticket waiting for that backend
+ * (conn_get). A session already waiting keeps its place and its ticket.
  */
 void wait_enqueue(struct client *c)
 {
@@ -56,10 +104,15 @@ void wait_enqueue(struct client *c)
 		return;
 	if (c->waiting) {
 		/* another reader now: same place in the queue */
-		w->wait_n[c->wait_id]--;
-		atomic_fetch_sub(&e->be_waiting[c->wait_id], 1);
+		uint32_t was = c->wait_id;
+		w->wait_n[was]--;
+		atomic_fetch_sub(&e->be_waiting[was], 1);
+		c->wait_id = id;
+		if (c->wait_ticket == atomic_load(&w->oldest[was]))
+			oldest_publish(w, was);
 	} else {
 		c->waiting = true;
+		c->wait_ticket = atomic_fetch_add(&e->wait_tickets, 1);
 		c->wait_start = now_ms();
 		c->wait_deadline = c->wait_start + e->wait_ms;
 		c->wait_next = NULL;
@@ -79,7 +132,14 @@ void wait_enqueue(struct client *c)
 	c->wait_id = id;
 	w->wait_n[id]++;
 	atomic_fetch_add(&e->be_waiting[id], 1);
-	/* other workers' idle connections of it make room (pool_yield) */
+	/* this worker's only writer of it: no scan needed to lower it */
+	if (c->wait_ticket < atomic_load(&w->oldest[id]))
+		atomic_store(&w->oldest[id], c->wait_ticket);
+	/* other workers' idle connections of it make room (pool_yield); and
+	 * this worker tries once more after the batch: a statement queued
+	 * behind another worker's waiter may find that one served and the
+	 * slot free (its wake came before this wait counted) */
+	w->kick = true;
 	wake_others(w);
 }
 
@@ -143,7 +203,9 @@ void wait_expire(struct worker *w, uint64_t now)
 
 /* Idle connections of a backend that sessions of other workers wait for
  * are closed, as many as those wait for: pools are per worker, so only
- * their slots can serve them. */
+ * their slots can serve them. This worker's own waiters ran first
+ * (waiters_run): an idle one left here is one they deferred to an older
+ * waiter elsewhere, or did not need. */
 void pool_yield(struct worker *w)
 {
 	int freed[PROXY_MAX_IDS];
