@@ -570,6 +570,10 @@ void accept_clients(struct worker *w)
 		          sizeof(c->host));
 	if (!strncmp(c->host, "::ffff:", 7))
 		memmove(c->host, c->host + 7, strlen(c->host + 7) + 1);
+	/* which worker serves whom: its pool and its queue (proxy_fair.sh) */
+	log_debug("proxy: worker %d: a client from %s port %u", (int)(w - e->workers), c->host,
+	          ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+	                                        : ((struct sockaddr_in6 *)&ss)->sin6_port));
 	c->events = EPOLLIN | EPOLLRDHUP;
 	if (scramble_fill_pooled(&w->scrambles, c->scramble) < 0 ||
 	    ep_add(w, fd, c->events, c) < 0) {
