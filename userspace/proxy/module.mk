@@ -39,7 +39,7 @@ DAEMON_OBJS += $(PROXY_OBJS) $(CLASSIFY_OBJS)
 INTEG_TESTS += tests/integration/proxy.sh tests/integration/proxy_routines.sh \
 	       tests/integration/proxy_pool.sh tests/integration/proxy_mux.sh \
 	       tests/integration/proxy_pscap.sh tests/integration/proxy_pwait.sh \
-	       tests/integration/proxy_psmux.sh
+	       tests/integration/proxy_psmux.sh tests/integration/proxy_fair.sh
 
 # proxy_psmux: prepared statements and multiplexing (proxy_psmux.sh).
 BINS += $(BUILD)/tests/proxy_psmux
@@ -57,5 +57,11 @@ $(BUILD)/tests/proxy_ps: $(BUILD)/obj/tests/integration/proxy_ps.o
 # (last_gtid hidden unless asked for) through 6450.
 BINS += $(BUILD)/tests/proxy_track
 $(BUILD)/tests/proxy_track: $(BUILD)/obj/tests/integration/proxy_track.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+# proxy_fair: many sessions queueing at the cap over 2 workers (proxy_fair.sh).
+BINS += $(BUILD)/tests/proxy_fair
+$(BUILD)/tests/proxy_fair: $(BUILD)/obj/tests/integration/proxy_fair.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
