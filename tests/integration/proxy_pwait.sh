@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # proxy_pwait.sh - pool_max_per_backend is a hard cap on the 6450 proxy's
-# open connections to a backend, and a session that needs one more waits (in
-# its worker's FIFO) until a connection of that backend is parked or closed,
+# open connections to a backend, and a session that needs one more waits
+# (first come, first served; proxy_fair.sh checks that over 2 workers) until
+# a connection of that backend is parked or closed,
 # at most a fixed bound (10 s; 6 s here through the test-only
 # MYSTEER_TEST_POOL_WAIT_MS), then gets ERR 1040 to that statement and goes
 # on. Under mysteerd with workers = 1, pool_max_per_backend = 2 and

@@ -186,7 +186,8 @@ struct client {
 	bool closing;
 	bool dead; /* freed at the end of the event batch */
 	struct client *next_dead;
-	/* waiting for a connection of a backend at its cap (the worker's FIFO) */
+	/* waiting for a connection of a backend at its cap (the worker's queue,
+	 * in ticket order over all workers) */
 	bool waiting;
 	bool must_wait; /* set by conn_get: route_cmd queues the command */
 	uint32_t want_id, wait_id;
