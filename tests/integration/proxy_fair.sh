@@ -21,7 +21,7 @@ itest_sandbox_up
 
 PP=6450
 CAP=2
-BOUND_MS=3000
+BOUND_MS=${FAIR_BOUND_MS:-3000}
 SESSIONS=${FAIR_SESSIONS:-14}
 N0=${FAIR_N0:-12} # of them on worker 0, the rest on worker 1
 STMTS=${FAIR_STMTS:-25}
@@ -70,6 +70,15 @@ check "both workers' sessions waited alike (mean $m0 and $m1 ms: within 30%)" \
 check "status open never above max" [ "$(db2 open)" -le $CAP ]
 check_eq "nobody waits now" 0 "$(db2 waiting)"
 check "a read through 6450 goes through after the waits" sql $PP "SELECT 1"
+# no slot lost: the cap's 2 connections serve 2 sessions at once again
+s0=$(date +%s%3N)
+sql $PP "SELECT SLEEP(1)" >/dev/null &
+sp=$!
+sql $PP "SELECT SLEEP(1)" >/dev/null
+wait "$sp"
+both=$(($(date +%s%3N) - s0))
+measured "2 reads of SLEEP(1) at once after the run: $both ms"
+check "both slots serve again: 2 x SLEEP(1) at once took $both ms" [ "$both" -lt 1900 ]
 check "mysteerd still runs" kill -0 "$ITEST_DAEMON_PID"
 itest_daemon_stop
 check "no sanitizer report in the daemon's log" bash -c "! grep -i 'sanitizer\|runtime error' '$T/mysteerd.log'"
