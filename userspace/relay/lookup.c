@@ -488,7 +488,7 @@ static int lookup_start(struct daemon_ctx *d, char *err, size_t errlen)
 	}
 	snprintf(S.pin_dir, sizeof(S.pin_dir), "%s", cfg->bpffs_dir);
 	S.nroutes = cfg->nroutes;
-	/* One relay thread per core (0); the override is for A/B benches. */
+	/* relay_default_threads() (0); the override is for A/B benches. */
 	unsigned threads = (unsigned)test_env_uint("MYSTEER_TEST_RELAY_THREADS", 0, 64);
 	S.relay = relay_new(relay_default_mode(), threads, err, errlen);
 	if (!S.relay)

@@ -43,7 +43,9 @@ const char *relay_mode_name(enum relay_mode m);
 /* "copy" | "splice"; -1 when unknown. */
 int relay_mode_parse(const char *s);
 
-/* Creates the relay and starts its threads (0: one per core); the first
+/* The thread count relay_new() takes for 0: half the cores, at least one. */
+unsigned relay_default_threads(void);
+/* Creates the relay and starts its threads (0: the default); the first
  * accepts on every listener and deals the pairs out to all of them in turn.
  * NULL with a reason in err. */
 struct relay *relay_new(enum relay_mode mode, unsigned threads, char *err, size_t errlen);
