@@ -3,9 +3,9 @@
 # connected but between statements hold no backend connection, so 20 clients
 # held open need far fewer backend connections than 20; and a session whose
 # state lives on its connection keeps it (temporary table, @v assigned by
-# query, an open transaction, LAST_INSERT_ID() after an INSERT, SHOW WARNINGS
-# and ROW_COUNT() right after the statement they ask about) while other
-# sessions come and go on the same backends.
+# query, an open transaction, SHOW WARNINGS and ROW_COUNT() right after the
+# statement they ask about) while other sessions come and go on the same
+# backends; LAST_INSERT_ID() follows the session without keeping anything.
 . "$(dirname "$0")/lib.sh"
 itest_init proxy_mux
 itest_sandbox_up
@@ -159,6 +159,69 @@ check_eq "SHOW WARNINGS reads the previous statement's warnings" "1 1" "$(tr '\n
 check_eq "ROW_COUNT() reads the previous statement's count" "3 0" "$(tr '\n' ' ' <"$T/s_rc.out" | sed 's/ $//')"
 check_eq "a named lock stays with its session" "1 1 1 1" "$(tr '\n' ' ' <"$T/s_lock.out" | sed 's/ $//')"
 check_eq "autocommit = 0 keeps the connection until the rollback" "1 1 0" "$(tr '\n' ' ' <"$T/s_ac.out" | sed 's/ $//')"
+
+# --- LAST_INSERT_ID() does not keep the connection ---------------------------
+# The proxy asks the insert's connection for LAST_INSERT_ID() when the session
+# would hand it back, and sets it again (SET last_insert_id) on the writer
+# connection the session takes later: the value outlives the connection.
+p "CREATE TABLE mux.seq (n INT); INSERT INTO mux.seq VALUES (500); CREATE TABLE mux.li (a INT)"
+held "$T/lid_idle.out" 3 "INSERT INTO mux.k (v) VALUES ('lidA')" "SELECT COUNT(*) FROM mux.u" \
+	"SELECT LAST_INSERT_ID() = (SELECT id FROM mux.k WHERE v = 'lidA')" &
+hp=$!
+wait_until 5 bash -c "[ -s $T/lid_idle.out ]" >/dev/null
+sleep 0.5
+in_use=$(pool_fig in_use)
+measured "one session after an insert and a read, between statements: in use $in_use"
+check_eq "a session that inserted holds no connection once it reads elsewhere" 0 "$in_use"
+wait "$hp"
+check_eq "its LAST_INSERT_ID() is still the insert's id" "3 1" "$(tr '\n' ' ' <"$T/lid_idle.out" | sed 's/ $//')"
+
+# 20 sessions that each inserted once, then read 1 s apart: they share a few
+# connections instead of each keeping its writer connection to the end.
+pids=""
+for i in $(seq 1 20); do
+	held "$T/many_$i.out" 1 "INSERT INTO mux.k (v) VALUES ('many$i')" "SELECT COUNT(*) FROM mux.u" \
+		"SELECT COUNT(*) FROM mux.u" "SELECT COUNT(*) FROM mux.u" \
+		"SELECT LAST_INSERT_ID() = (SELECT id FROM mux.k WHERE v = 'many$i')" &
+	pids="$pids $!"
+done
+sleep 1.6
+peak=0
+for k in 1 2 3 4; do
+	u=$(pool_fig in_use)
+	[ "$u" -gt "$peak" ] && peak=$u
+	sleep 0.3
+done
+for pid in $pids; do wait "$pid"; done
+good=$(cat "$T"/many_*.out | grep -c '^1$')
+measured "20 sessions after one insert each, reading 1 s apart: backend connections in use at most $peak (4 samples); LAST_INSERT_ID() right in $good of 20"
+check "20 sessions that inserted share connections (at most 10 in use, not 20)" [ "$peak" -le 10 ]
+check_eq "each of them still reads its own insert's id" 20 "$good"
+
+noise &
+n1=$!
+noise &
+n2=$!
+# explicit id into the AUTO_INCREMENT column: the OK packet says 900000,
+# LAST_INSERT_ID() stays the generated one; LAST_INSERT_ID(expr) in an
+# UPDATE sets it; each read in between lets the writer connection go.
+held "$T/lid_more.out" 0.3 "INSERT INTO mux.k (v) VALUES ('lidB')" "SELECT COUNT(*) FROM mux.u" \
+	"INSERT INTO mux.k (id, v) VALUES (900000, 'explicit')" "SELECT COUNT(*) FROM mux.u" \
+	"SELECT LAST_INSERT_ID() = (SELECT id FROM mux.k WHERE v = 'lidB')" \
+	"UPDATE mux.seq SET n = LAST_INSERT_ID(n + 1)" "SELECT COUNT(*) FROM mux.u" \
+	"SELECT LAST_INSERT_ID()" "SELECT COUNT(*) FROM mux.u" "SELECT LAST_INSERT_ID(7) + 0" \
+	"SELECT COUNT(*) FROM mux.u" "SELECT LAST_INSERT_ID()" &
+a=$!
+held "$T/lid_other.out" 0.3 "SELECT LAST_INSERT_ID()" "INSERT INTO mux.k (v) VALUES ('lidC')" \
+	"SELECT COUNT(*) FROM mux.u" "SELECT COUNT(*) FROM mux.u" \
+	"INSERT INTO mux.li VALUES (LAST_INSERT_ID())" \
+	"SELECT COUNT(*) FROM mux.li WHERE a = (SELECT id FROM mux.k WHERE v = 'lidC')" &
+b=$!
+for pid in $a $b $n1 $n2; do wait "$pid"; done
+check_eq "LAST_INSERT_ID() across reads: explicit ids leave it, LAST_INSERT_ID(expr) sets it" \
+	"3 3 1 3 501 3 7 3 7" "$(tr '\n' ' ' <"$T/lid_more.out" | sed 's/ $//')"
+check_eq "another session's LAST_INSERT_ID() is its own, also inside a later insert" \
+	"0 3 3 1" "$(tr '\n' ' ' <"$T/lid_other.out" | sed 's/ $//')"
 
 # --- the pool stays clean ------------------------------------------------------
 leaks=0

@@ -238,6 +238,8 @@ again:
 			b->state_changed = true;
 		if (b->gtid_wait && before == RS_ROWS && st == RS_ROWS && take >= 2)
 			b->gtid_ok = p[PKT_HDR] == 1 && p[PKT_HDR + 1] == '0';
+		if (b->lid_fetch && before == RS_ROWS && st == RS_ROWS)
+			lid_row(b, p + PKT_HDR, take);
 		size_t fwd = take;
 		if (b->rt.last_ok.state && !b->frag_drop && take == f.len && f.len < PKT_MAX_FRAG)
 			fwd = hide_tracking(b, p, take, f.seq);
@@ -247,12 +249,19 @@ again:
 		if (st != RS_DONE)
 			continue;
 		if (b->internal > 0) {
+			/* the LAST_INSERT_ID() asked of an idle connection: the
+			 * first internal answer to end (lid_fetch_start) */
+			bool release = b->lid_fetch && lid_fetched(c, b);
 			if (b->rt.saw_err)
 				log_warn("proxy: replaying session state on %s failed", b->name);
 			if (b->internal == 1)
 				b->prep_key = NULL;
 			b->internal--;
 			resp_init(&b->rt, bconn_next_kind(b), b->caps);
+			if (release && buf_used(&b->in) == 0) {
+				mux_release(c, b);
+				return;
+			}
 			if (b->gtid_wait && b->internal == 0) {
 				gtid_waited(c, b);
 				return;
@@ -320,7 +329,8 @@ static void on_answer_done(struct client *c, struct bconn *b)
 			          c->user, b->name);
 		c->pin_writer = true;
 	}
-	if (keeps_state(c, b)) {
+	lid_note(c, b);
+	if (keeps_state(c)) {
 		if (!b->keep)
 			log_debug("proxy: a session of %s keeps its connection to %s", c->user,
 			          b->name);

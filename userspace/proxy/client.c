@@ -302,6 +302,8 @@ static void client_command(struct client *c, const uint8_t *p, size_t n)
 		hist_clear(c);
 		c->in_trans = c->ro_trans = c->autocommit_off = c->pin_writer = false;
 		c->ryw_until_ms = 0;
+		c->lid = 0;
+		c->lid_gen = 0;
 		snprintf(c->db, sizeof(c->db), "%s", c->db0);
 		client_ok(c, 1);
 		return;

@@ -151,6 +151,11 @@ struct client {
 	size_t nhist, hist_cap;
 	bool in_trans, ro_trans, autocommit_off, pin_writer;
 	uint64_t ryw_until_ms;
+	/* what LAST_INSERT_ID() returns for the session, read from the writer
+	 * connection an insert ran on before that went back to the pool
+	 * (mux.c); lid_gen counts its changes (0: none yet, so lid is 0) */
+	uint64_t lid;
+	uint32_t lid_gen;
 	struct bconn *wconn, *rconn, *last, *cur;
 	/* the command in flight, kept whole until its answer starts, for a retry */
 	struct buf cmd;
@@ -226,6 +231,13 @@ struct bconn {
 	bool keep;               /* holds session state the history cannot rebuild (keeps_state) */
 	bool dirty;              /* ran more than clean reads since its login or last reset */
 	char waited_gtid[64];    /* this replica is known to have applied it */
+	/* LAST_INSERT_ID() here may differ from the session's c->lid: an insert
+	 * ran (lid_held), a SELECT LAST_INSERT_ID() to learn it is in flight
+	 * (lid_fetch, its answer in lid_seen); lid_gen: the c->lid_gen this
+	 * connection has, 0 for a fresh or reset one (LAST_INSERT_ID() = 0) */
+	bool lid_held, lid_fetch, lid_seen_ok;
+	uint64_t lid_seen;
+	uint32_t lid_gen;
 	/* in the worker's pool (c == NULL): whose it may become */
 	bool pooled, resetting;
 	const struct client *last_owner; /* compared, never followed: pool_take */
@@ -502,10 +514,15 @@ void pool_yield(struct worker *w);
 bool wait_older_elsewhere(struct worker *w, uint32_t id, uint64_t ticket);
 
 /* mux.c: when a session gives a connection back */
-bool keeps_state(const struct client *c, const struct bconn *b);
+bool keeps_state(const struct client *c);
 bool state_pins(const struct client *c, const struct bconn *b);
 void mux_next(struct client *c);
 void mux_answered(struct client *c, struct bconn *b, bool clean);
+void lid_note(const struct client *c, struct bconn *b);
+void lid_row(struct bconn *b, const uint8_t *p, size_t n);
+bool lid_fetched(struct client *c, struct bconn *b);
+int lid_prologue(const struct client *c, struct bconn *b);
+void mux_release(struct client *c, struct bconn *b);
 
 /* backend.c: a backend connection's life */
 void bconn_free(struct bconn *b);
@@ -524,6 +541,7 @@ void bconn_answers(struct bconn *b);
 /* route.c: routing and the session history */
 void hist_clear(struct client *c);
 int send_cmd(struct client *c, struct bconn *b);
+int queue_internal(struct bconn *b, const char *sql);
 void route_cmd(struct client *c);
 int hist_add(struct client *c, const uint8_t *p, size_t n);
 void route_classify(struct client *c, const uint8_t *sql, size_t len, struct cls_result *res);

@@ -7,6 +7,9 @@
  * parking. Kept apart so that the policy reads in one place.
  */
 #define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdio.h>
+
 #include "proxy/engine_int.h"
 
 /*
@@ -15,7 +18,8 @@
  * rebuild elsewhere: a transaction or autocommit off (as the connection itself
  * last reported, so a reader counts too), a READ ONLY transaction, and on the
  * writer: temporary tables, named locks, variables assigned by query or an
- * unreplayable SET (pin_writer), and the LAST_INSERT_ID() of an insert.
+ * unreplayable SET (pin_writer). The LAST_INSERT_ID() of an insert is
+ * learnt first and then replayed where needed (lid_*, below).
  * Prepared statements keep nothing: the next connection has the statement
  * in its cache or prepares it with the EXECUTE (queue_ps_prereqs).
  */
@@ -27,19 +31,17 @@ static bool may_release(const struct client *c, const struct bconn *b)
 }
 
 /*
- * Whether the statement just answered on b may have left state there that
- * the history cannot rebuild and that no flag of the session tracks: the
- * LAST_INSERT_ID() of an insert (read any time later, not only next), a
+ * Whether the statement just answered may have left state on its connection
+ * that
+ * the history cannot rebuild and that no flag of the session tracks: a
  * procedure or a function the classifier does not know (temporary tables,
  * variables, locks inside), LOCK TABLES, HANDLER, XA and other admin
  * statements, SET TRANSACTION (for the next transaction on this connection),
  * and statements the classifier did not understand. Such a connection stays
  * with the session. Even after an error: a routine may fail half way.
  */
-bool keeps_state(const struct client *c, const struct bconn *b)
+bool keeps_state(const struct client *c)
 {
-	if (b->writer && !b->rt.saw_err && b->rt.last_ok.insert_id)
-		return true;
 	if (!c->cur_classified)
 		return false;
 	if (c->cur_flags & (CLS_F_ROUTINE | CLS_F_SET_TRANSACTION))
@@ -71,15 +73,124 @@ bool state_pins(const struct client *c, const struct bconn *b)
 	return routine && (!b->state_tracked || b->rt.saw_err);
 }
 
+/*
+ * LAST_INSERT_ID() belongs to the connection and may be asked any time later
+ * in the session, not only by the next statement. Rather than keeping the
+ * writer connection an insert ran on to the end of the session, the proxy
+ * asks that connection for the value when the session would give it back
+ * (one SELECT, while the session's next statement runs elsewhere), keeps it
+ * in the session (c->lid), and replays it with SET last_insert_id on the
+ * writer connection the session takes next (lid_prologue). The OK packet's
+ * insert id is not enough: after an insert of an explicit value into an
+ * AUTO_INCREMENT column it is that value, while LAST_INSERT_ID() keeps the
+ * last generated one.
+ */
+
+/* After a statement on b: whether it may have changed LAST_INSERT_ID(). An
+ * insert id in the OK (an insert, or LAST_INSERT_ID(expr) in an UPDATE), or
+ * a statement that calls connection-dependent functions (LAST_INSERT_ID(expr)
+ * in a SELECT), even when it failed part way. */
+void lid_note(const struct client *c, struct bconn *b)
+{
+	if (!b->writer)
+		return;
+	if ((!b->rt.saw_err && b->rt.last_ok.insert_id) ||
+	    (c->cur_classified &&
+	     (c->cur_reason == CLS_R_WRITE_FUNCTION || (c->cur_flags & CLS_F_PREV_STATE))))
+		b->lid_held = true;
+}
+
+/* Asks b for its LAST_INSERT_ID(); b stays with the session until the
+ * answer (lid_fetched). Only on an idle connection: the answer must be the
+ * first one to come. */
+static void lid_fetch_start(struct client *c, struct bconn *b)
+{
+	if (b->lid_fetch || b->awaiting || b->internal || c->cur == b)
+		return;
+	if (queue_internal(b, "SELECT LAST_INSERT_ID()") < 0) {
+		b->keep = true;
+		return;
+	}
+	b->lid_fetch = true;
+	b->lid_seen_ok = false;
+	resp_init(&b->rt, RESP_GENERIC, b->caps);
+	/* a failed socket is reported by its read side, which fails b */
+	if (bconn_flush(b) < 0)
+		log_debug("proxy: asking %s for LAST_INSERT_ID() failed", b->name);
+}
+
+/* A row of the answer to that SELECT: one column, the decimal value. */
+void lid_row(struct bconn *b, const uint8_t *p, size_t n)
+{
+	uint64_t v = 0;
+	size_t len;
+
+	if (n < 2 || p[0] == 0 || p[0] > 20 || (size_t)p[0] + 1 > n)
+		return;
+	len = p[0];
+	for (size_t i = 1; i <= len; i++) {
+		unsigned d = (unsigned)(p[i] - '0');
+		if (d > 9 || v > (UINT64_MAX - d) / 10)
+			return;
+		v = v * 10 + d;
+	}
+	b->lid_seen = v;
+	b->lid_seen_ok = true;
+}
+
+/* The SELECT's answer ended (b->rt still describes it). The session knows
+ * the value now; true when b may go back to the pool at once (nothing of
+ * the session's is in flight on it). When the value could not be read, the
+ * session keeps b, as before this existed. */
+bool lid_fetched(struct client *c, struct bconn *b)
+{
+	b->lid_fetch = false;
+	if (!b->lid_seen_ok || b->rt.saw_err) {
+		log_debug("proxy: could not read LAST_INSERT_ID() on %s: the session keeps it",
+		          b->name);
+		b->keep = true;
+		return false;
+	}
+	if (b->lid_seen != c->lid) {
+		c->lid = b->lid_seen;
+		if (++c->lid_gen == 0)
+			c->lid_gen = 1;
+	}
+	b->lid_gen = c->lid_gen;
+	b->lid_held = false;
+	/* idle but for the SELECT itself, whose answer is consumed */
+	return !b->awaiting && b->internal == 1 && c->cur != b;
+}
+
+/* Before a command on a writer connection that does not have the session's
+ * LAST_INSERT_ID() (one from the pool): set it there, in the same batch. */
+int lid_prologue(const struct client *c, struct bconn *b)
+{
+	char q[64];
+
+	if (!b->writer || b->lid_held || b->lid_fetch || b->lid_gen == c->lid_gen)
+		return 0;
+	snprintf(q, sizeof(q), "SET last_insert_id = %" PRIu64, c->lid);
+	if (queue_internal(b, q) < 0)
+		return -1;
+	b->lid_gen = c->lid_gen;
+	b->dirty = true;
+	return 0;
+}
+
 /* Between statements: back to the pool (reset there, so it is clean for the
  * next session), unless the session's state forbids it. */
-static void mux_release(struct client *c, struct bconn *b)
+void mux_release(struct client *c, struct bconn *b)
 {
 	bool was_last = c->last == b;
 	uint64_t takes = b->takes;
 
 	if (!may_release(c, b))
 		return;
+	if (b->lid_held) {
+		lid_fetch_start(c, b);
+		return;
+	}
 	if (was_last)
 		c->last = NULL;
 	if (pool_park(c, b) && was_last) {

@@ -134,6 +134,8 @@ bool pool_park(struct client *c, struct bconn *b)
 	b->pool_caps = c->caps;
 	b->pool_charset = c->charset;
 	b->hist_applied = 0; /* a clean connection never had the history replayed */
+	b->lid_gen = 0;      /* a reset sets LAST_INSERT_ID() to 0; a clean one never had it */
+	b->lid_held = false;
 	if (must_reset) {
 		b->pool_has_db = c->db[0] != 0;
 		snprintf(b->schema, sizeof(b->schema), "%s", c->db);

@@ -158,7 +158,8 @@ static bool gtid_text_ok(const char *g)
 	return true;
 }
 
-static int queue_query(struct bconn *b, const char *sql)
+/* Queues a statement of the proxy's own: its answer is not the client's. */
+int queue_internal(struct bconn *b, const char *sql)
 {
 	char q[256];
 	int n = snprintf(q, sizeof(q), "%c%s", COM_QUERY, sql);
@@ -198,7 +199,7 @@ static int track_prologue(const struct client *c, struct bconn *b)
 	         gtid ? "session_track_system_variables = "
 	                "CONCAT(@@session_track_system_variables, ',last_gtid')"
 	              : "");
-	return queue_query(b, q);
+	return queue_internal(b, q);
 }
 
 /*
@@ -217,7 +218,7 @@ static int gtid_prologue(struct client *c, struct bconn *b)
 		return 0;
 	snprintf(q, sizeof(q), "SELECT MASTER_GTID_WAIT('%s', %d.%03d)", c->last_gtid,
 	         e->ryw_ms / 1000, e->ryw_ms % 1000);
-	if (queue_query(b, q) < 0)
+	if (queue_internal(b, q) < 0)
 		return -1;
 	b->gtid_wait = true;
 	b->gtid_ok = false;
@@ -251,7 +252,7 @@ int send_cmd(struct client *c, struct bconn *b)
 		b->dirty = true;
 		tracking_replaced(b, h->p, h->n);
 	}
-	if (track_prologue(c, b) < 0)
+	if (track_prologue(c, b) < 0 || lid_prologue(c, b) < 0)
 		return -1;
 	if (c->w->e->ryw_mode == RYW_GTID) {
 		int r = gtid_prologue(c, b);
