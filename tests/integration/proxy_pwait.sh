@@ -141,6 +141,12 @@ measured "a wait past the bound: the client's session lasted $waited ms (bound $
 check_eq "the timed-out statement got the ERR naming the backend, the bound and the cap" 1 "$(grep -cFx "$err" "$T/to.out")"
 check_eq "then the same session answered SELECT 1 and SELECT 2 + 2" "1 4" "$(tail -n 2 "$T/to.out" | tr '\n' ' ' | sed 's/ $//')"
 check "the wait lasted the bound ($waited ms)" [ "$waited" -ge $((BOUND_MS - 300)) -a "$waited" -lt $((BOUND_MS * 3)) ]
+# the daemon's own account of that wait: it ends at the bound, not at the
+# 250 ms sweep after it (the worker's epoll sleeps until the oldest wait's end)
+dwait=$(sed -n 's/.*a session of app waited \([0-9]*\) ms for db1: ERR.*/\1/p' "$T/mysteerd.log" | tail -n 1)
+measured "the daemon ended that wait after ${dwait:-?} ms (bound $BOUND_MS ms)"
+check "the daemon ended the wait at its bound, not before ($dwait ms)" \
+	[ "${dwait:-0}" -ge $BOUND_MS -a "${dwait:-0}" -lt $((BOUND_MS * 3)) ]
 check_eq "wait_timeouts counted it" 1 $((t1 - t0))
 fails=0
 for pid in "${hp[@]}"; do wait "$pid" || fails=$((fails + 1)); done

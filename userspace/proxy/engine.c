@@ -85,13 +85,28 @@ static void sweep(struct worker *w)
 	}
 }
 
+/* How long epoll may sleep: until the next sweep, or until the oldest wait
+ * of this worker runs out (the queue is in arrival order and the bound is one
+ * constant, so its head is the first to expire), so that a wait ends at its
+ * bound rather than at the sweep after it. */
+static int loop_timeout(const struct worker *w)
+{
+	uint64_t now = now_ms(), due = w->last_sweep + SWEEP_MS;
+
+	if (w->wait_head && w->wait_head->wait_deadline < due)
+		due = w->wait_head->wait_deadline;
+	if (due <= now)
+		return 0;
+	return due - now < SWEEP_MS ? (int)(due - now) : SWEEP_MS;
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct epoll_event evs[128];
 
 	while (!w->stop) {
-		int n = epoll_wait(w->ep, evs, 128, SWEEP_MS);
+		int n = epoll_wait(w->ep, evs, 128, loop_timeout(w));
 		if (n < 0 && errno != EINTR) {
 			log_error("proxy: epoll_wait: %s", strerror(errno));
 			break;
@@ -132,6 +147,8 @@ static void *worker_main(void *arg)
 				waiters_run(w);
 			pool_yield(w);
 		}
+		if (w->wait_head && now_ms() >= w->wait_head->wait_deadline)
+			wait_expire(w, now_ms());
 		reap(w);
 		sweep(w);
 	}
