@@ -59,6 +59,48 @@ static long long plus_one(MYSQL_STMT *s, long long x, int *port)
 	return r;
 }
 
+/* The id of an INSERT executed as a prepared statement is what a prepared
+ * SELECT LAST_INSERT_ID() returns after a read that ran on a replica (the
+ * proxy let the insert's connection go, then set the value on the next). */
+static int lid_after_read(MYSQL *m, MYSQL_STMT *read)
+{
+	MYSQL_STMT *ins = prep(m, "INSERT INTO t.psai (v) VALUES ('x')");
+	MYSQL_STMT *lid = prep(m, "SELECT LAST_INSERT_ID()");
+	MYSQL_BIND r;
+	long long got = -1;
+	unsigned long long want = 0;
+	int port = 0, ok = 0;
+
+	if (!ins || !lid)
+		goto out;
+	if (mysql_stmt_execute(ins)) {
+		fprintf(stderr, "insert: %s\n", mysql_stmt_error(ins));
+		goto out;
+	}
+	want = mysql_stmt_insert_id(ins);
+	usleep(1200 * 1000); /* past the read-your-writes window: the read goes to a replica */
+	if (plus_one(read, 1, &port) != 2)
+		goto out;
+	memset(&r, 0, sizeof(r));
+	r.buffer_type = MYSQL_TYPE_LONGLONG;
+	r.buffer = &got;
+	if (mysql_stmt_execute(lid) || mysql_stmt_bind_result(lid, &r) || mysql_stmt_fetch(lid)) {
+		fprintf(stderr, "last_insert_id: %s\n", mysql_stmt_error(lid));
+		goto out;
+	}
+	while (mysql_stmt_fetch(lid) == 0)
+		;
+	mysql_stmt_free_result(lid);
+	printf("# ps: insert id %llu, read on %d, then LAST_INSERT_ID() %lld\n", want, port, got);
+	ok = want > 0 && (unsigned long long)got == want;
+out:
+	if (ins)
+		mysql_stmt_close(ins);
+	if (lid)
+		mysql_stmt_close(lid);
+	return ok;
+}
+
 int main(int argc, char **argv)
 {
 	MYSQL *m = mysql_init(NULL);
@@ -78,7 +120,9 @@ int main(int argc, char **argv)
 	}
 	if (mysql_query(m, "CREATE TABLE IF NOT EXISTS t.ps (id INT PRIMARY KEY, a INT NULL, "
 	                   "b LONGBLOB) ") ||
-	    mysql_query(m, "DELETE FROM t.ps")) {
+	    mysql_query(m, "DELETE FROM t.ps") ||
+	    mysql_query(m, "CREATE TABLE IF NOT EXISTS t.psai (id INT AUTO_INCREMENT PRIMARY KEY, "
+	                   "v VARCHAR(8))")) {
 		printf("not ok - ps: setup: %s\n", mysql_error(m));
 		return 1;
 	}
@@ -141,9 +185,13 @@ int main(int argc, char **argv)
 	check(!mysql_query(m, "COMMIT"), "COMMIT");
 	printf("# ps: read statement ran on %d, then on %d in the transaction\n", p1, p2);
 	check(p1 != p2, "the two executions ran on different backends");
+	check(lid_after_read(m, plus),
+	      "LAST_INSERT_ID() of a prepared INSERT survives a read elsewhere");
 	check(!mysql_stmt_close(plus) && !mysql_stmt_close(sel) && !mysql_stmt_close(ins),
 	      "statements closed");
 	MYSQL_RES *res = mysql_query(m, "SELECT 1") ? NULL : mysql_store_result(m);
+	if (!res)
+		fprintf(stderr, "SELECT 1: %s\n", mysql_error(m));
 	check(res != NULL, "the connection is usable after the closes");
 	mysql_free_result(res);
 	mysql_close(m);
