@@ -154,6 +154,7 @@ static int cmd_prepare(struct client *c, const uint8_t *p, size_t n)
 	route_classify(c, p + 1, n - 1, &res);
 	ps->tok = res.token;
 	ps->flags = res.flags;
+	ps->reason = res.reason;
 	c->cur_ps = ps;
 	c->cur_kind = RESP_PREPARE;
 	/* Prepared where it will most likely run; other backends prepare lazily. */
@@ -195,7 +196,10 @@ static int cmd_execute(struct client *c, const uint8_t *p, size_t n)
 		memcpy(ps->types, p + off + 1, 2u * ps->nparams);
 	}
 	c->cur_ps = ps;
+	/* FOUND_ROWS() as a prepared statement runs on the writer: its PREPARE
+	 * would have let the previous read's connection go (route_decide) */
 	route_decide(c, ps->tok, ps->flags, CLS_R_NONE, true);
+	c->cur_reason = ps->reason; /* a prepared CALL keeps its connection as a CALL does */
 	return 0;
 }
 

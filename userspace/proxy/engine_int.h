@@ -114,6 +114,7 @@ struct pstmt {
 	struct skey *key; /* the SQL, and the worker's count of its users */
 	enum cls_token tok;
 	uint32_t flags;
+	enum cls_reason reason; /* the classifier's, for the rules that read c->cur_reason */
 	uint16_t nparams;
 	uint8_t *types;      /* 2 * nparams bytes from the last EXECUTE that bound them */
 	struct buf longdata; /* SEND_LONG_DATA payloads, each led by its 4-byte length */
