@@ -29,7 +29,10 @@ mkdir -p "$logdir"
 
 for t in $unit; do
 	echo "== unit $t"
-	CK_FORK=yes "$t"; record "unit:$(basename "$t")" $?
+	# rc first: a command substitution in record's arguments would reset $?
+	CK_FORK=yes "$t"
+	rc=$?
+	record "unit:$(basename "$t")" $rc
 done
 
 for t in $fuzz; do
