@@ -223,6 +223,41 @@ check_eq "LAST_INSERT_ID() across reads: explicit ids leave it, LAST_INSERT_ID(e
 check_eq "another session's LAST_INSERT_ID() is its own, also inside a later insert" \
 	"0 3 3 1" "$(tr '\n' ' ' <"$T/lid_other.out" | sed 's/ $//')"
 
+# --- a CALL keeps its connection only when the procedure may leave state ----
+# The routine table marks a procedure tracked when its body names no named
+# lock, sequence, dynamic SQL or other routine: what it leaves, the server's
+# session tracking reports, so after a CALL of it the session need not keep
+# the connection. A procedure taking a named lock still keeps it.
+sql_root $P1 "CREATE TABLE mux.pk (id INT AUTO_INCREMENT PRIMARY KEY, v CHAR(1));
+CREATE PROCEDURE mux.p_plain() INSERT INTO mux.pk (v) VALUES ('p');
+CREATE PROCEDURE mux.p_lock() DO GET_LOCK('muxp', 0);
+GRANT EXECUTE ON mux.* TO 'app'@'%'"
+wait_until 10 grep -q "routines: [0-9]* loaded.*([1-9][0-9]* procedures tracked)" "$T/mysteerd.log" >/dev/null
+sleep 1 # the loader's next pass sees both procedures (one signature per pass)
+sed -n 's/^.*\(routines: .*\)$/# \1/p' "$T/mysteerd.log" | tail -n 1
+# in_use_after OUT STATEMENT...: runs them 1.5 s apart in one session and
+# prints the connections in use just after the first output (the read's).
+in_use_after() {
+	local out=$1 hp u
+	shift
+	held "$out" 1.5 "$@" &
+	hp=$!
+	wait_until 8 bash -c "[ -s $out ]" >/dev/null
+	sleep 0.5
+	u=$(pool_fig in_use)
+	wait "$hp"
+	echo "$u"
+}
+in_plain=$(in_use_after "$T/call_plain.out" "USE mux" "CALL p_plain()" "SELECT COUNT(*) FROM mux.u" \
+	"SELECT LAST_INSERT_ID() = (SELECT MAX(id) FROM mux.pk)")
+in_lock=$(in_use_after "$T/call_lock.out" "USE mux" "CALL p_lock()" "SELECT COUNT(*) FROM mux.u" \
+	"SELECT IS_USED_LOCK('muxp') = CONNECTION_ID()")
+measured "between statements after a CALL and a read: in use $in_plain (tracked procedure), $in_lock (procedure with GET_LOCK)"
+check_eq "after a CALL of a tracked procedure the session holds no connection" 0 "$in_plain"
+check_eq "its insert's LAST_INSERT_ID() is still there" "3 1" "$(tr '\n' ' ' <"$T/call_plain.out" | sed 's/ $//')"
+check_eq "after a CALL that took a named lock the session keeps its connection" 1 "$in_lock"
+check_eq "and the lock is still the session's" "3 1" "$(tr '\n' ' ' <"$T/call_lock.out" | sed 's/ $//')"
+
 # --- the pool stays clean ------------------------------------------------------
 leaks=0
 for i in $(seq 1 10); do

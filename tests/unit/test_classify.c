@@ -957,7 +957,8 @@ START_TEST(reasons)
 	ck_assert_str_eq(cls_reason_name(CLS_R__COUNT), "unknown");
 	ck_assert_str_eq(cls_flag_name(0), "temp_table");
 	ck_assert_str_eq(cls_flag_name(16), "calc_found_rows");
-	ck_assert_ptr_null(cls_flag_name(17));
+	ck_assert_str_eq(cls_flag_name(17), "routine_tracked");
+	ck_assert_ptr_null(cls_flag_name(18));
 }
 END_TEST
 
@@ -1079,6 +1080,45 @@ START_TEST(routine_multi_use)
 	ck_assert(r.flags & CLS_F_ROUTINE);
 	cls_classify(NULL, "SELECT price(1)", 15, &r);
 	ck_assert_int_eq(r.token, CLS_WRITE);
+	cls_routines_free(rt);
+}
+END_TEST
+
+/* A procedure marked tracked flags its CALL, trusted or not; an unmarked
+ * one, a function, an unknown name and a redefinition do not. */
+START_TEST(routine_tracked)
+{
+	struct cls_routines *rt = routines();
+	struct cls_options opt = {.routines = rt, .current_db = "shop", .current_db_len = 4};
+	struct cls_result r;
+	static const struct {
+		const char *sql;
+		bool tracked;
+	} rows[] = {
+	    {"CALL purge()", true},    {"CALL shop.purge(1)", true},  {"CALL PURGE", true},
+	    {"CALL report()", false},  {"CALL other.purge()", false}, {"SELECT price(1)", false},
+	    {"CALL nothing()", false},
+	};
+
+	ck_assert_int_eq(cls_routines_set_tracked(rt, "shop", "purge"), 0);
+	ck_assert_int_eq(cls_routines_set_tracked(rt, "shop", "price"), -1); /* a function */
+	ck_assert_int_eq(cls_routines_set_tracked(rt, "shop", "nothing"), -1);
+	for (int trust = 0; trust < 2; trust++) {
+		opt.trust_routines = trust;
+		for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+			cls_classify(&opt, rows[i].sql, strlen(rows[i].sql), &r);
+			ck_assert_msg(!!(r.flags & CLS_F_ROUTINE_TRACKED) == rows[i].tracked,
+			              "%s: routine_tracked %d", rows[i].sql,
+			              !!(r.flags & CLS_F_ROUTINE_TRACKED));
+			cls_classify_full(&opt, rows[i].sql, strlen(rows[i].sql), &r);
+			ck_assert(!!(r.flags & CLS_F_ROUTINE_TRACKED) == rows[i].tracked);
+		}
+	}
+	ck_assert_int_eq(cls_routines_add(rt, "shop", "purge", CLS_ROUTINE_PROCEDURE,
+	                                  CLS_ACCESS_MODIFIES_SQL_DATA),
+	                 0);
+	cls_classify(&opt, "CALL purge()", 12, &r);
+	ck_assert_msg(!(r.flags & CLS_F_ROUTINE_TRACKED), "a redefinition is not tracked");
 	cls_routines_free(rt);
 }
 END_TEST
@@ -1408,6 +1448,7 @@ int main(void)
 	tcase_add_loop_test(tc, routine_row, 0,
 	                    (int)(sizeof(routine_rows) / sizeof(routine_rows[0])));
 	tcase_add_test(tc, routine_multi_use);
+	tcase_add_test(tc, routine_tracked);
 	tcase_add_test(tc, routine_tsv);
 	tcase_add_test(tc, routine_many);
 	tcase_add_test(tc, threads);

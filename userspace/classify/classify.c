@@ -948,6 +948,8 @@ static void parse_call(struct ps *s)
 		set_token(s, CLS_READ, CLS_R_ROUTINE_TRUSTED);
 	else
 		set_token(s, CLS_WRITE, CLS_R_CALL);
+	if (s->opt && schema && cls_routines_tracked(s->opt->routines, schema, slen, name, nlen))
+		s->flags |= CLS_F_ROUTINE_TRACKED;
 	scan_body(s, M_CALLS, false);
 	/* CALL p(@v): an OUT or INOUT parameter assigns @v on the connection
 	 * that ran it, and the server's session tracking does not report it */
@@ -2461,6 +2463,7 @@ const char *cls_flag_name(unsigned bit)
 	    "unterminated",
 	    "set_transaction",
 	    "calc_found_rows",
+	    "routine_tracked",
 	};
 
 	return bit < sizeof(names) / sizeof(names[0]) ? names[bit] : NULL;

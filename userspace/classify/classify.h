@@ -48,6 +48,8 @@ enum cls_flag {
 	CLS_F_SET_TRANSACTION = 1u << 15, /* SET TRANSACTION ... */
 	CLS_F_CALC_FOUND_ROWS = 1u << 16, /* SELECT SQL_CALC_FOUND_ROWS: a FOUND_ROWS()
 	                                     may follow and must run where it ran */
+	CLS_F_ROUTINE_TRACKED = 1u << 17, /* CALL of a procedure marked tracked in the
+	                                     routine table (cls_routines_set_tracked) */
 };
 
 /* Why the token is what it is (for --explain, logs and tests). */
@@ -100,6 +102,12 @@ struct cls_routines;
 struct cls_routines *cls_routines_new(void);
 int cls_routines_add(struct cls_routines *rt, const char *schema, const char *name,
                      enum cls_routine_kind kind, enum cls_data_access access);
+/* Marks procedure (schema, name) of the table as tracked: what its body can
+ * leave on the connection, the server's session tracking reports (the caller
+ * decides, from the body: no named lock, sequence, dynamic SQL or call of
+ * another routine). A CALL of it then gets CLS_F_ROUTINE_TRACKED, whatever
+ * trust_routines says. -1 when it is not in the table. */
+int cls_routines_set_tracked(struct cls_routines *rt, const char *schema, const char *name);
 /* TSV: schema<TAB>name<TAB>FUNCTION|PROCEDURE<TAB>data access. Returns 0, or -1
  * with a one-line "FILE:LINE: reason" in err. */
 int cls_routines_load_tsv(struct cls_routines *rt, const char *path, char *err, size_t errlen);

@@ -19,6 +19,10 @@ bool cls_routines_find(const struct cls_routines *rt, const char *schema, size_t
                        const char *name, size_t nlen, enum cls_routine_kind kind,
                        enum cls_data_access *access);
 
+/* Whether procedure (schema, name) is in the table and marked tracked. */
+bool cls_routines_tracked(const struct cls_routines *rt, const char *schema, size_t slen,
+                          const char *name, size_t nlen);
+
 /* The full parser without the fast path: cls_classify must give the same
  * result; the unit tests and the fuzzer check it. */
 void cls_classify_full(const struct cls_options *opt, const char *sql, size_t len,

@@ -19,6 +19,7 @@ struct rt_ent {
 	char *schema, *name;
 	uint16_t slen, nlen;
 	uint8_t kind, access;
+	uint8_t tracked; /* procedures: cls_routines_set_tracked */
 	uint32_t hash;
 };
 
@@ -120,6 +121,7 @@ int cls_routines_add(struct cls_routines *rt, const char *schema, const char *na
 	e = probe(rt, h, schema, slen, name, nlen, (uint8_t)kind);
 	if (e->name) { /* redefinition: the last one wins */
 		e->access = (uint8_t)access;
+		e->tracked = 0;
 		return 0;
 	}
 	e->schema = strdup(schema);
@@ -153,6 +155,33 @@ bool cls_routines_find(const struct cls_routines *rt, const char *schema, size_t
 		return false;
 	*access = (enum cls_data_access)e->access;
 	return true;
+}
+
+int cls_routines_set_tracked(struct cls_routines *rt, const char *schema, const char *name)
+{
+	size_t slen = strlen(schema), nlen = strlen(name);
+	struct rt_ent *e;
+
+	if (!rt || rt->count == 0 || slen > CLS_NAME_MAX || nlen > CLS_NAME_MAX)
+		return -1;
+	e = probe(rt, rt_hash(schema, slen, name, nlen, CLS_ROUTINE_PROCEDURE), schema, slen, name,
+	          nlen, (uint8_t)CLS_ROUTINE_PROCEDURE);
+	if (!e->name)
+		return -1;
+	e->tracked = 1;
+	return 0;
+}
+
+bool cls_routines_tracked(const struct cls_routines *rt, const char *schema, size_t slen,
+                          const char *name, size_t nlen)
+{
+	const struct rt_ent *e;
+
+	if (!rt || rt->count == 0 || slen > CLS_NAME_MAX || nlen > CLS_NAME_MAX)
+		return false;
+	e = probe(rt, rt_hash(schema, slen, name, nlen, CLS_ROUTINE_PROCEDURE), schema, slen, name,
+	          nlen, (uint8_t)CLS_ROUTINE_PROCEDURE);
+	return e->name && e->tracked;
 }
 
 void cls_routines_free(struct cls_routines *rt)

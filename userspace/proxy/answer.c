@@ -330,7 +330,7 @@ static void on_answer_done(struct client *c, struct bconn *b)
 		c->pin_writer = true;
 	}
 	lid_note(c, b);
-	if (keeps_state(c)) {
+	if (keeps_state(c, b)) {
 		if (!b->keep)
 			log_debug("proxy: a session of %s keeps its connection to %s", c->user,
 			          b->name);

@@ -515,7 +515,7 @@ void pool_yield(struct worker *w);
 bool wait_older_elsewhere(struct worker *w, uint32_t id, uint64_t ticket);
 
 /* mux.c: when a session gives a connection back */
-bool keeps_state(const struct client *c);
+bool keeps_state(const struct client *c, const struct bconn *b);
 bool state_pins(const struct client *c, const struct bconn *b);
 void mux_next(struct client *c);
 void mux_answered(struct client *c, struct bconn *b, bool clean);

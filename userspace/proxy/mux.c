@@ -31,6 +31,22 @@ static bool may_release(const struct client *c, const struct bconn *b)
 }
 
 /*
+ * A CALL whose whole effect on the session the writer reports: a procedure
+ * whose body the routine table found free of named locks, sequences, dynamic
+ * SQL and calls of other routines (CLS_F_ROUTINE_TRACKED, set by
+ * userspace/proxy/routines.c), on a connection with the proxy's state-change
+ * tracking on, answered without error (a routine may fail half way), alone
+ * (not in a multi-statement). What it changed, state_pins() sees; a
+ * transaction it left open, the status flags; its LAST_INSERT_ID(), lid_*.
+ * So it need not keep its connection.
+ */
+static bool tracked_call(const struct client *c, const struct bconn *b)
+{
+	return c->cur_reason == CLS_R_CALL && (c->cur_flags & CLS_F_ROUTINE_TRACKED) &&
+	       !(c->cur_flags & CLS_F_MULTI) && b->writer && b->state_tracked && !b->rt.saw_err;
+}
+
+/*
  * Whether the statement just answered may have left state on its connection
  * that
  * the history cannot rebuild and that no flag of the session tracks: a
@@ -40,9 +56,11 @@ static bool may_release(const struct client *c, const struct bconn *b)
  * and statements the classifier did not understand. Such a connection stays
  * with the session. Even after an error: a routine may fail half way.
  */
-bool keeps_state(const struct client *c)
+bool keeps_state(const struct client *c, const struct bconn *b)
 {
 	if (!c->cur_classified)
+		return false;
+	if (tracked_call(c, b))
 		return false;
 	if (c->cur_flags & (CLS_F_ROUTINE | CLS_F_SET_TRANSACTION))
 		return true;
@@ -87,16 +105,18 @@ bool state_pins(const struct client *c, const struct bconn *b)
  */
 
 /* After a statement on b: whether it may have changed LAST_INSERT_ID(). An
- * insert id in the OK (an insert, or LAST_INSERT_ID(expr) in an UPDATE), or
- * a statement that calls connection-dependent functions (LAST_INSERT_ID(expr)
- * in a SELECT), even when it failed part way. */
+ * insert id in the OK (an insert, or LAST_INSERT_ID(expr) in an UPDATE), a
+ * statement that calls connection-dependent functions (LAST_INSERT_ID(expr)
+ * in a SELECT), or a CALL (an insert inside does not show in its OK), even
+ * when it failed part way. */
 void lid_note(const struct client *c, struct bconn *b)
 {
 	if (!b->writer)
 		return;
 	if ((!b->rt.saw_err && b->rt.last_ok.insert_id) ||
 	    (c->cur_classified &&
-	     (c->cur_reason == CLS_R_WRITE_FUNCTION || (c->cur_flags & CLS_F_PREV_STATE))))
+	     (c->cur_reason == CLS_R_WRITE_FUNCTION || c->cur_reason == CLS_R_CALL ||
+	      (c->cur_flags & CLS_F_PREV_STATE))))
 		b->lid_held = true;
 }
 

@@ -8,6 +8,7 @@
  * snapshot under the mutex only when the generation moved.
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <mysql.h>
 #include <netinet/in.h>
@@ -91,24 +92,112 @@ static int changed(MYSQL *my, const char *old, char *sig, size_t siglen)
 	return strcmp(sig, old) != 0;
 }
 
-static struct cls_routines *load(MYSQL *my, size_t *n)
+/*
+ * Whether a procedure's body can leave on its connection only what the
+ * server's session tracking reports (temporary tables, user and session
+ * variables, prepared statements) or the proxy follows anyway (transaction
+ * status, LAST_INSERT_ID()): a session may then hand the connection back
+ * after a CALL of it (mux.c). Not when the body names anything that leaves
+ * unreported state: a named lock (GET_LOCK), a sequence's value for the
+ * session (NEXTVAL, NEXT VALUE FOR, SETVAL, LASTVAL), dynamic SQL (EXECUTE),
+ * SET TRANSACTION (the next transaction's), XA, or a call of another
+ * routine (CALL, or a stored function of the table: fnames, upper case).
+ * Words are matched anywhere, strings and comments included: a false match
+ * only keeps the connection, as for any CALL before. LOCK TABLES, HANDLER
+ * and BACKUP LOCK are refused in procedures by the server; LOCK is matched
+ * all the same.
+ */
+static bool body_tracked(const char *body, char *const *fnames, size_t nf)
+{
+	static const char *const deny[] = {"GET_LOCK", "LOCK",   "EXECUTE", "CALL",
+	                                   "NEXTVAL",  "SETVAL", "LASTVAL", "XA"};
+	char prev[72] = "", w[72];
+
+	if (!body)
+		return false; /* not visible to the monitoring user: unknown */
+	for (const char *p = body; *p;) {
+		size_t n = 0;
+		if (!(isalnum((unsigned char)*p) || *p == '_' || *p == '$')) {
+			p++;
+			continue;
+		}
+		while (isalnum((unsigned char)*p) || *p == '_' || *p == '$') {
+			if (n + 1 < sizeof(w))
+				w[n++] = (char)toupper((unsigned char)*p);
+			p++;
+		}
+		w[n] = 0;
+		for (size_t i = 0; i < sizeof(deny) / sizeof(deny[0]); i++)
+			if (!strcmp(w, deny[i]))
+				return false;
+		if ((!strcmp(w, "VALUE") && !strcmp(prev, "NEXT")) ||
+		    (!strcmp(w, "TRANSACTION") &&
+		     (!strcmp(prev, "SET") || !strcmp(prev, "SESSION"))))
+			return false;
+		const char *q = p;
+		while (*q == '`' || *q == ' ' || *q == '\t' || *q == '\n' || *q == '\r')
+			q++;
+		if (*q == '(')
+			for (size_t i = 0; i < nf; i++)
+				if (!strcmp(w, fnames[i]))
+					return false;
+		memcpy(prev, w, n + 1);
+	}
+	return true;
+}
+
+/* The table's stored function names in upper case, for body_tracked. */
+static char **function_names(MYSQL_RES *r, size_t *nf)
+{
+	size_t cap = mysql_num_rows(r) + 1;
+	char **f = calloc(cap, sizeof(*f));
+	MYSQL_ROW row;
+
+	*nf = 0;
+	if (!f)
+		return NULL;
+	mysql_data_seek(r, 0);
+	while ((row = mysql_fetch_row(r))) {
+		if (!row[1] || (row[2] && !strcmp(row[2], "PROCEDURE")) || *nf + 1 >= cap)
+			continue;
+		f[*nf] = strdup(row[1]);
+		if (!f[*nf])
+			break;
+		for (char *c = f[*nf]; *c; c++)
+			*c = (char)toupper((unsigned char)*c);
+		(*nf)++;
+	}
+	return f;
+}
+
+static void free_names(char **f, size_t nf)
+{
+	for (size_t i = 0; f && i < nf; i++)
+		free(f[i]);
+	free(f);
+}
+
+static struct cls_routines *load(MYSQL *my, size_t *n, size_t *ntracked)
 {
 	struct cls_routines *rt;
 	MYSQL_RES *r;
 	MYSQL_ROW row;
+	char **fnames;
+	size_t nf = 0;
 
-	if (mysql_query(my, "SELECT ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_TYPE, SQL_DATA_ACCESS "
-	                    "FROM information_schema.ROUTINES"))
+	if (mysql_query(my, "SELECT ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_TYPE, SQL_DATA_ACCESS, "
+	                    "ROUTINE_DEFINITION FROM information_schema.ROUTINES"))
 		return NULL;
 	r = mysql_store_result(my);
 	if (!r)
 		return NULL;
+	fnames = function_names(r, &nf);
+	mysql_data_seek(r, 0);
 	rt = cls_routines_new();
-	*n = 0;
+	*n = *ntracked = 0;
 	while (rt && (row = mysql_fetch_row(r))) {
-		enum cls_routine_kind k = row[2] && strcmp(row[2], "PROCEDURE") == 0
-		                              ? CLS_ROUTINE_PROCEDURE
-		                              : CLS_ROUTINE_FUNCTION;
+		bool proc = row[2] && strcmp(row[2], "PROCEDURE") == 0;
+		enum cls_routine_kind k = proc ? CLS_ROUTINE_PROCEDURE : CLS_ROUTINE_FUNCTION;
 		if (!row[0] || !row[1])
 			continue;
 		if (cls_routines_add(rt, row[0], row[1], k, parse_access(row[3])) < 0) {
@@ -117,7 +206,12 @@ static struct cls_routines *load(MYSQL *my, size_t *n)
 			break;
 		}
 		(*n)++;
+		/* without the function names, no body counts as tracked */
+		if (proc && fnames && body_tracked(row[4], fnames, nf) &&
+		    cls_routines_set_tracked(rt, row[0], row[1]) == 0)
+			(*ntracked)++;
 	}
+	free_names(fnames, nf);
 	mysql_free_result(r);
 	return rt;
 }
@@ -172,11 +266,12 @@ static void refresh(struct proxy_routines *p)
 		return;
 	}
 	if (changed(my, p->sig, sig, sizeof(sig)) == 1) {
-		size_t n = 0;
-		struct cls_routines *rt = load(my, &n);
+		size_t n = 0, ntracked = 0;
+		struct cls_routines *rt = load(my, &n, &ntracked);
 		if (rt) {
 			publish(p, rt, sig);
-			log_info("routines: %zu loaded from %s:%u", n, host, port);
+			log_info("routines: %zu loaded from %s:%u (%zu procedures tracked)", n,
+			         host, port, ntracked);
 		} else {
 			log_warn("routines: reading %s:%u: %s", host, port, mysql_error(my));
 		}
