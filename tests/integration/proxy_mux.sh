@@ -258,6 +258,35 @@ check_eq "its insert's LAST_INSERT_ID() is still there" "3 1" "$(tr '\n' ' ' <"$
 check_eq "after a CALL that took a named lock the session keeps its connection" 1 "$in_lock"
 check_eq "and the lock is still the session's" "3 1" "$(tr '\n' ' ' <"$T/call_lock.out" | sed 's/ $//')"
 
+# --- a session history is matched, not reset and replayed --------------------
+# A connection that had only a session's SETs replayed goes back to the pool
+# without a reset and serves the next session with the same history (and
+# login schema) as it is. Three sessions read @@time_zone 12 times, 0.2 s
+# apart, at once: two with their own SET time_zone, one with none. Each must
+# always see its own; their parks cost no reset and no replay.
+setopts() { echo $(($(sql_root $P2 "SHOW GLOBAL STATUS LIKE 'Com_set_option'" | cut -f2) + \
+	$(sql_root $P3 "SHOW GLOBAL STATUS LIKE 'Com_set_option'" | cut -f2))); }
+r0=$(pool_fig resets) k0=$(pool_fig clean) s0=$(setopts)
+tz_reads=()
+for i in $(seq 1 12); do tz_reads+=("SELECT @@time_zone"); done
+held "$T/tz1.out" 0.2 "SET time_zone = '+01:00'" "${tz_reads[@]}" &
+a=$!
+held "$T/tz2.out" 0.2 "SET time_zone = '+02:00'" "${tz_reads[@]}" &
+b=$!
+held "$T/tz0.out" 0.2 "${tz_reads[@]}" &
+c=$!
+wait "$a" "$b" "$c"
+r1=$(pool_fig resets) k1=$(pool_fig clean) s1=$(setopts)
+measured "3 sessions x 12 reads of @@time_zone (2 with their own SET): resets +$((r1 - r0)), parked without reset +$((k1 - k0)), SETs run on the replicas +$((s1 - s0)) (a replay per read would be about 24)"
+check_eq "a session with SET time_zone = '+01:00' always reads its own" "+01:00 x12" \
+	"$(sort "$T/tz1.out" | uniq -c | awk '{print $2 " x" $1}')"
+check_eq "a session with SET time_zone = '+02:00' always reads its own" "+02:00 x12" \
+	"$(sort "$T/tz2.out" | uniq -c | awk '{print $2 " x" $1}')"
+check_eq "a session without a SET never reads another session's time zone" "SYSTEM x12" \
+	"$(sort "$T/tz0.out" | uniq -c | awk '{print $2 " x" $1}')"
+check "their reads parked without a reset (at most 2 resets for 36 reads)" [ $((r1 - r0)) -le 2 ]
+check "the SETs were not replayed for every read (at most 8 run on the replicas)" [ $((s1 - s0)) -le 8 ]
+
 # --- the pool stays clean ------------------------------------------------------
 leaks=0
 for i in $(seq 1 10); do

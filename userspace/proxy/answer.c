@@ -339,8 +339,12 @@ static void on_answer_done(struct client *c, struct bconn *b)
 	}
 	if (ok && c->cur_kind == RESP_GENERIC)
 		b->trans_open = (st & SST_IN_TRANS) || !(st & SST_AUTOCOMMIT);
-	if (!clean || b->trans_open)
+	/* a session statement the history records (and would replay): its
+	 * effect is the history's, which pool_park can match */
+	if (b->trans_open || (!clean && !(c->cur_hist && ok && b->rt.warnings == 0)))
 		b->dirty = true;
+	else if (!clean)
+		b->hist_dirty = true;
 	if (c->ro_trans && !c->trx_conn && ok)
 		c->trx_conn = b;
 	if (c->trx_conn == b) {

@@ -58,6 +58,8 @@ void bconn_free(struct bconn *b)
 		close(b->fd); /* also leaves the epoll set */
 	b->fd = -1;
 	bc_clear(b, false); /* the server drops them with the connection */
+	free(b->hist_img);
+	b->hist_img = NULL;
 	b->dead = true;
 	atomic_fetch_sub(&b->w->e->nbconns, 1);
 	slot_release(b->w, b->backend_id);

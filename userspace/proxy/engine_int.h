@@ -239,6 +239,13 @@ struct bconn {
 	bool lid_held, lid_fetch, lid_seen_ok;
 	uint64_t lid_seen;
 	uint32_t lid_gen;
+	/* only session history was replayed here, besides clean reads: no reset
+	 * needed to give it to a session with the same history (pool_park); in
+	 * the pool, that history (hist_img, from hist_image(); NULL: none) */
+	bool hist_dirty;
+	uint8_t *hist_img;
+	size_t hist_img_len;
+	uint64_t hist_fp;
 	/* in the worker's pool (c == NULL): whose it may become */
 	bool pooled, resetting;
 	const struct client *last_owner; /* compared, never followed: pool_take */
@@ -541,6 +548,9 @@ void bconn_answers(struct bconn *b);
 
 /* route.c: routing and the session history */
 void hist_clear(struct client *c);
+uint64_t hist_fingerprint(const struct client *c, size_t upto);
+uint8_t *hist_image(const struct client *c, size_t upto, size_t *len);
+bool hist_image_matches(const struct client *c, const struct bconn *b);
 int send_cmd(struct client *c, struct bconn *b);
 int queue_internal(struct bconn *b, const char *sql);
 void route_cmd(struct client *c);

@@ -107,6 +107,7 @@ bool pool_park(struct client *c, struct bconn *b)
 	int max = w->e->pool_max / (w->e->nworkers ? w->e->nworkers : 1);
 	bool must_reset = b->dirty || b->trans_open || b->keep;
 	uint32_t id = b->backend_id;
+	size_t hist_upto = b->hist_applied;
 
 	/* Closed rather than kept idle: not reusable as it is, the pool full,
 	 * over a pool_max_per_backend lowered by a reload, or a session of
@@ -136,6 +137,19 @@ bool pool_park(struct client *c, struct bconn *b)
 	b->hist_applied = 0; /* a clean connection never had the history replayed */
 	b->lid_gen = 0;      /* a reset sets LAST_INSERT_ID() to 0; a clean one never had it */
 	b->lid_held = false;
+	free(b->hist_img);
+	b->hist_img = NULL;
+	/* only the history replayed: kept as it is for a session with the same
+	 * one (pool_take), else reset like any other */
+	if (!must_reset && b->hist_dirty) {
+		b->hist_img = hist_upto > 0 ? hist_image(c, hist_upto, &b->hist_img_len) : NULL;
+		if (b->hist_img) {
+			b->hist_fp = hist_fingerprint(c, hist_upto);
+			b->hist_applied = hist_upto; /* for reclaim_last: no second replay */
+		} else {
+			must_reset = true;
+		}
+	}
 	if (must_reset) {
 		b->pool_has_db = c->db[0] != 0;
 		snprintf(b->schema, sizeof(b->schema), "%s", c->db);
@@ -147,6 +161,7 @@ bool pool_park(struct client *c, struct bconn *b)
 		b->trans_open = false; /* the reset rolls back and restores autocommit */
 		b->keep = false;
 		b->dirty = false;
+		b->hist_dirty = false;
 		b->resetting = true;
 	} else {
 		/* the login schema, or the COM_INIT_DB to it that pool_take sent;
@@ -216,6 +231,8 @@ static struct bconn *pool_unlink(struct client *c, struct bconn **pp)
 	*pp = b->pool_next;
 	b->pooled = false;
 	b->takes++;
+	free(b->hist_img); /* matched (pool_take) or its own (reclaim_last) */
+	b->hist_img = NULL;
 	if (b->backend_id < PROXY_MAX_IDS) {
 		atomic_fetch_sub(&w->e->be_idle[b->backend_id], 1);
 		atomic_fetch_add(&w->e->be_reused[b->backend_id], 1);
@@ -268,7 +285,7 @@ static struct bconn *pool_take(struct client *c, const struct topo_backend *be, 
 		struct bconn *b = *pp;
 		if (b->backend_id != be->id || b->resetting || b->pool_caps != c->caps ||
 		    b->pool_charset != c->charset || strcmp(b->pool_user, c->user) ||
-		    (b->pool_has_db && !c->db0[0]))
+		    (b->pool_has_db && !c->db0[0]) || (b->hist_img && !hist_image_matches(c, b)))
 			continue;
 		if (!found)
 			found = pp;
@@ -278,7 +295,10 @@ static struct bconn *pool_take(struct client *c, const struct topo_backend *be, 
 		}
 	}
 	if (found) {
+		bool has_hist = (*found)->hist_img != NULL;
 		struct bconn *b = pool_unlink(c, found);
+		if (has_hist) /* the session's history as it is: nothing to replay */
+			b->hist_applied = c->nhist;
 		b->writer = writer;
 		/* the schema survives a reset: set the one this client asked for,
 		 * unless the connection is in it already (b->schema: its login's,

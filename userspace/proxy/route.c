@@ -249,7 +249,7 @@ int send_cmd(struct client *c, struct bconn *b)
 		if (buf_put_packet(&b->out, 0, h->p, h->n) < 0)
 			return -1;
 		b->internal++;
-		b->dirty = true;
+		b->hist_dirty = true;
 		tracking_replaced(b, h->p, h->n);
 	}
 	if (track_prologue(c, b) < 0 || lid_prologue(c, b) < 0)
@@ -323,6 +323,81 @@ void route_cmd(struct client *c)
 	}
 	if (send_cmd(c, b) < 0)
 		bconn_fail(b, "write failed");
+}
+
+/*
+ * A pooled connection that had only a session's history replayed on it is
+ * given, without a reset and without replaying, to a session of the same
+ * user whose history is the same: the commands of hist[0..upto) and the
+ * login schema (which decides the schema after a reset). Applications that
+ * send the same SET NAMES or SET time_zone at every connect thus cost no
+ * reset and no replay per multiplexed statement, and keep the connection's
+ * prepared statements. The image holds the whole history, so a match is
+ * exact (compared byte by byte after the fingerprint).
+ */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
+uint64_t hist_fingerprint(const struct client *c, size_t upto)
+{
+	uint64_t h = fnv(14695981039346656037ull, c->db0, strlen(c->db0) + 1);
+
+	for (size_t i = 0; i < upto && i < c->nhist; i++) {
+		uint32_t n = (uint32_t)c->hist[i].n;
+		h = fnv(fnv(h, &n, sizeof(n)), c->hist[i].p, c->hist[i].n);
+	}
+	return h;
+}
+
+/* db0 with its NUL, then each command as a 4-byte length and its bytes. */
+uint8_t *hist_image(const struct client *c, size_t upto, size_t *len)
+{
+	size_t n = strlen(c->db0) + 1, off;
+	uint8_t *img;
+
+	for (size_t i = 0; i < upto && i < c->nhist; i++)
+		n += sizeof(uint32_t) + c->hist[i].n;
+	img = malloc(n);
+	if (!img)
+		return NULL;
+	off = strlen(c->db0) + 1;
+	memcpy(img, c->db0, off);
+	for (size_t i = 0; i < upto && i < c->nhist; i++) {
+		uint32_t hn = (uint32_t)c->hist[i].n;
+		memcpy(img + off, &hn, sizeof(hn));
+		memcpy(img + off + sizeof(hn), c->hist[i].p, c->hist[i].n);
+		off += sizeof(hn) + c->hist[i].n;
+	}
+	*len = n;
+	return img;
+}
+
+/* Whether pooled b has exactly the whole history of c. */
+bool hist_image_matches(const struct client *c, const struct bconn *b)
+{
+	size_t off = strlen(c->db0) + 1;
+
+	if (!b->hist_img || b->hist_fp != hist_fingerprint(c, c->nhist) || b->hist_img_len < off ||
+	    memcmp(b->hist_img, c->db0, off) != 0)
+		return false;
+	for (size_t i = 0; i < c->nhist; i++) {
+		uint32_t hn;
+		if (b->hist_img_len - off < sizeof(hn))
+			return false;
+		memcpy(&hn, b->hist_img + off, sizeof(hn));
+		off += sizeof(hn);
+		if (hn != c->hist[i].n || b->hist_img_len - off < hn ||
+		    memcmp(b->hist_img + off, c->hist[i].p, hn) != 0)
+			return false;
+		off += hn;
+	}
+	return off == b->hist_img_len;
 }
 
 void hist_clear(struct client *c)
