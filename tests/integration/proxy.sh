@@ -133,7 +133,7 @@ for port in $P2 $P3; do
 done
 
 # --- prepared statements (libmysqlclient) -----------------------------------
-"$ITEST_BUILD/tests/proxy_ps" $PP 2>"$T/ps.err" | tee "$T/ps.out" | grep -v '^ok' 
+"$ITEST_BUILD/tests/proxy_ps" $PP $P1 $P2 $P3 2>"$T/ps.err" | tee "$T/ps.out" | grep -v '^ok' 
 ITEST_PASSED=$((ITEST_PASSED + $(grep -c '^ok' "$T/ps.out")))
 ITEST_FAILED=$((ITEST_FAILED + $(grep -c '^not ok' "$T/ps.out")))
 check "proxy_ps ran to the end" grep -q "usable after the closes" "$T/ps.out"

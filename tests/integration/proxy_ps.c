@@ -101,6 +101,68 @@ out:
 	return ok;
 }
 
+/* Com_stmt_fetch summed over the servers on ports[0..n), -1 on error. */
+static long long server_fetches(int n, char **ports)
+{
+	long long sum = 0;
+
+	for (int i = 0; i < n; i++) {
+		MYSQL *d = mysql_init(NULL);
+		MYSQL_RES *res;
+		MYSQL_ROW row;
+
+		if (!d ||
+		    !mysql_real_connect(d, "127.0.0.1", "app", "app", NULL,
+		                        (unsigned)atoi(ports[i]), NULL, 0) ||
+		    mysql_query(d, "SHOW GLOBAL STATUS LIKE 'Com_stmt_fetch'") ||
+		    !(res = mysql_store_result(d))) {
+			fprintf(stderr, "status of %s: %s\n", ports[i],
+			        d ? mysql_error(d) : "init");
+			mysql_close(d);
+			return -1;
+		}
+		row = mysql_fetch_row(res);
+		sum += row && row[1] ? atoll(row[1]) : 0;
+		mysql_free_result(res);
+		mysql_close(d);
+	}
+	return sum;
+}
+
+/* A read-only cursor fetched 3 rows at a time: the proxy opens it on the
+ * server and passes each COM_STMT_FETCH to the connection that holds it. */
+static int cursor_fetch(MYSQL *m, int nports, char **ports)
+{
+	MYSQL_STMT *s = prep(m, "SELECT seq FROM seq_1_to_10");
+	unsigned long type = CURSOR_TYPE_READ_ONLY, prefetch = 3;
+	long long v = 0, f0, f1;
+	int rows = 0, inorder = 1;
+	MYSQL_BIND r;
+
+	if (!s)
+		return 0;
+	f0 = server_fetches(nports, ports);
+	memset(&r, 0, sizeof(r));
+	r.buffer_type = MYSQL_TYPE_LONGLONG;
+	r.buffer = &v;
+	if (mysql_stmt_attr_set(s, STMT_ATTR_CURSOR_TYPE, &type) ||
+	    mysql_stmt_attr_set(s, STMT_ATTR_PREFETCH_ROWS, &prefetch) || mysql_stmt_execute(s) ||
+	    mysql_stmt_bind_result(s, &r)) {
+		fprintf(stderr, "cursor: %s\n", mysql_stmt_error(s));
+		mysql_stmt_close(s);
+		return 0;
+	}
+	while (mysql_stmt_fetch(s) == 0)
+		inorder &= v == ++rows;
+	if (mysql_stmt_errno(s))
+		fprintf(stderr, "cursor fetch: %s\n", mysql_stmt_error(s));
+	mysql_stmt_close(s);
+	f1 = server_fetches(nports, ports);
+	printf("# ps: cursor: %d rows in order %d, the servers' Com_stmt_fetch +%lld\n", rows,
+	       inorder, f1 - f0);
+	return rows == 10 && inorder && f0 >= 0 && f1 - f0 >= 3;
+}
+
 int main(int argc, char **argv)
 {
 	MYSQL *m = mysql_init(NULL);
@@ -187,6 +249,9 @@ int main(int argc, char **argv)
 	check(p1 != p2, "the two executions ran on different backends");
 	check(lid_after_read(m, plus),
 	      "LAST_INSERT_ID() of a prepared INSERT survives a read elsewhere");
+	if (argc > 2)
+		check(cursor_fetch(m, argc - 2, argv + 2),
+		      "a cursor's 10 rows come 3 at a time with COM_STMT_FETCH from the server");
 	check(!mysql_stmt_close(plus) && !mysql_stmt_close(sel) && !mysql_stmt_close(ins),
 	      "statements closed");
 	MYSQL_RES *res = mysql_query(m, "SELECT 1") ? NULL : mysql_store_result(m);

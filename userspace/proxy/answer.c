@@ -329,6 +329,19 @@ static void on_answer_done(struct client *c, struct bconn *b)
 			          c->user, b->name);
 		c->pin_writer = true;
 	}
+	/* An EXECUTE that opened a cursor: its rows wait on this connection for
+	 * COM_STMT_FETCH (cmd_fetch), so the session keeps it. Any other answer
+	 * to an EXECUTE means no cursor of that statement (the server closes
+	 * the previous one when it executes again). */
+	if (c->cur_ps && c->cur_kind == RESP_GENERIC) {
+		c->cur_ps->cursor_b = ok && (st & SST_CURSOR_EXISTS) ? b : NULL;
+		if (c->cur_ps->cursor_b && !b->keep) {
+			log_debug("proxy: a cursor keeps a connection of %s to %s", c->user,
+			          b->name);
+			b->keep = true;
+			clean = false;
+		}
+	}
 	lid_note(c, b);
 	if (keeps_state(c, b)) {
 		if (!b->keep)

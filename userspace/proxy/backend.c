@@ -43,6 +43,7 @@ void bconn_free(struct bconn *b)
 		}
 	}
 	if (c && !c->ghost) {
+		ps_forget_conn(c, b);
 		if (c->wconn == b)
 			c->wconn = NULL;
 		if (c->rconn == b)

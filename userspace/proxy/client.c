@@ -203,6 +203,35 @@ static int cmd_execute(struct client *c, const uint8_t *p, size_t n)
 	return 0;
 }
 
+/*
+ * COM_STMT_FETCH: rows of the cursor the statement's last EXECUTE opened go
+ * to the connection that holds it (kept by the session since), with that
+ * connection's statement id; never elsewhere, so a lost connection or a
+ * statement its cache closed is "no open cursor", as the server would say.
+ */
+static void cmd_fetch(struct client *c, const uint8_t *p, size_t n)
+{
+	struct pstmt *ps = n >= 9 ? ps_find(c, get_le32(p + 1)) : NULL;
+	struct bstmt *e;
+	char msg[96];
+
+	if (!ps) {
+		unknown_stmt(c, n >= 5 ? get_le32(p + 1) : 0, "mysqld_stmt_fetch");
+		return;
+	}
+	e = ps->cursor_b && !ps->cursor_b->dead ? bc_find(ps->cursor_b, ps->key) : NULL;
+	if (!e) {
+		snprintf(msg, sizeof(msg), "The statement (%u) has no open cursor", ps->id);
+		client_err(c, 1, 1421, "HY000", msg);
+		return;
+	}
+	put_le32(c->cmd.d + c->cmd.off + 1, e->xid);
+	c->cur_kind = RESP_ROWS;
+	c->route = R_LAST;
+	if (send_cmd(c, ps->cursor_b) < 0)
+		bconn_fail(ps->cursor_b, "write failed");
+}
+
 static void cmd_long_data(struct client *c, const uint8_t *p, size_t n)
 {
 	struct pstmt *ps = n >= 7 ? ps_find(c, get_le32(p + 1)) : NULL;
@@ -243,10 +272,13 @@ static void cmd_stmt_reset(struct client *c, const uint8_t *p, size_t n)
 		unknown_stmt(c, n >= 5 ? get_le32(p + 1) : 0, "mysqld_stmt_reset");
 		return;
 	}
-	/* Long data lives here until EXECUTE, and cursors are never opened:
-	 * nothing on a backend needs resetting. */
+	/* Long data lives here until EXECUTE: nothing on a backend needs
+	 * resetting but a cursor, which is closed for the client (a FETCH gets
+	 * "no open cursor"); the server's closes with the next EXECUTE or the
+	 * connection's reset. */
 	ps_drop_longdata(c, ps);
 	ps->longdata_over = false;
+	ps->cursor_b = NULL;
 	client_ok(c, 1);
 }
 
@@ -329,7 +361,7 @@ static void client_command(struct client *c, const uint8_t *p, size_t n)
 		cmd_stmt_reset(c, p, n);
 		return;
 	case COM_STMT_FETCH:
-		client_err(c, 1, 1295, "HY000", "mysteer: cursors are not supported on 6450");
+		cmd_fetch(c, p, n);
 		return;
 	default:
 		client_err(c, 1, 1047, "08S01", "Unknown command");

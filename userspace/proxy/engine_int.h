@@ -119,6 +119,9 @@ struct pstmt {
 	uint8_t *types;      /* 2 * nparams bytes from the last EXECUTE that bound them */
 	struct buf longdata; /* SEND_LONG_DATA payloads, each led by its 4-byte length */
 	bool longdata_over;  /* the session's passed max_packet_size: the next EXECUTE fails */
+	/* the connection its last EXECUTE opened a cursor on (COM_STMT_FETCH
+	 * goes there), NULL for none; that connection stays with the session */
+	struct bconn *cursor_b;
 	struct pstmt *next;
 };
 
@@ -487,6 +490,7 @@ static inline enum resp_kind bconn_next_kind(const struct bconn *b)
 
 /* stmt.c: prepared statements and the connections' statement caches */
 struct pstmt *ps_find(struct client *c, uint32_t id);
+void ps_forget_conn(struct client *c, const struct bconn *b);
 struct bstmt *bc_find(struct bconn *b, const struct skey *k);
 void bc_clear(struct bconn *b, bool send_close);
 int bc_add(struct bconn *b, struct skey *k, uint32_t xid);

@@ -126,6 +126,7 @@ bool pool_park(struct client *c, struct bconn *b)
 		c->wconn = NULL;
 	if (c->rconn == b)
 		c->rconn = NULL;
+	ps_forget_conn(c, b);
 	b->c = NULL;
 	if (must_reset && buf_put_packet(&b->out, 0, reset, sizeof(reset)) < 0) {
 		bconn_free(b);

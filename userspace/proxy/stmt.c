@@ -227,11 +227,20 @@ struct pstmt *ps_new(struct client *c, const uint8_t *sql, size_t len)
 	return ps;
 }
 
+/* Connection b is going: cursors open there go with it. */
+void ps_forget_conn(struct client *c, const struct bconn *b)
+{
+	for (struct pstmt *ps = c->stmts; ps; ps = ps->next)
+		if (ps->cursor_b == b)
+			ps->cursor_b = NULL;
+}
+
 /*
  * Builds in c->scratch the EXECUTE for this connection: its statement id
  * (0xffffffff, MariaDB's "the statement just prepared", when the PREPARE is
- * sent in the same batch), no cursor (not supported: rows are streamed), and
- * the parameter types when this connection has not had them yet.
+ * sent in the same batch), the client's flags (a cursor it asks for is
+ * opened on that connection, which the session then keeps: on_answer_done),
+ * and the parameter types when this connection has not had them yet.
  */
 /* Whether e (NULL: prepared in this batch) has the types last bound that
  * the session's EXECUTE would leave out; else it notes that it gets them. */
@@ -281,7 +290,6 @@ int build_execute(struct client *c, struct bstmt *e, uint32_t xid, const uint8_t
 		return -1;
 	}
 	put_le32(c->scratch.d + c->scratch.off + 1, xid);
-	c->scratch.d[c->scratch.off + 5] = 0; /* CURSOR_TYPE_NO_CURSOR */
 	*out = c->scratch.d + c->scratch.off;
 	*outlen = buf_used(&c->scratch);
 	return 0;
