@@ -335,6 +335,7 @@ static void on_answer_done(struct client *c, struct bconn *b)
 	 * the previous one when it executes again). */
 	if (c->cur_ps && c->cur_kind == RESP_GENERIC) {
 		c->cur_ps->cursor_b = ok && (st & SST_CURSOR_EXISTS) ? b : NULL;
+		b->has_cursor |= c->cur_ps->cursor_b != NULL;
 		if (c->cur_ps->cursor_b && !b->keep) {
 			log_debug("proxy: a cursor keeps a connection of %s to %s", c->user,
 			          b->name);

@@ -246,6 +246,7 @@ struct bconn {
 	 * needed to give it to a session with the same history (pool_park); in
 	 * the pool, that history (hist_img, from hist_image(); NULL: none) */
 	bool hist_dirty;
+	bool has_cursor; /* an EXECUTE opened a cursor here (until its reset) */
 	uint8_t *hist_img;
 	size_t hist_img_len;
 	uint64_t hist_fp;

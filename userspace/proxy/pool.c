@@ -163,6 +163,7 @@ bool pool_park(struct client *c, struct bconn *b)
 		b->keep = false;
 		b->dirty = false;
 		b->hist_dirty = false;
+		b->has_cursor = false; /* the reset closes the statements and their cursors */
 		b->resetting = true;
 	} else {
 		/* the login schema, or the COM_INIT_DB to it that pool_take sent;

@@ -230,6 +230,8 @@ struct pstmt *ps_new(struct client *c, const uint8_t *sql, size_t len)
 /* Connection b is going: cursors open there go with it. */
 void ps_forget_conn(struct client *c, const struct bconn *b)
 {
+	if (!b->has_cursor)
+		return; /* the usual case: no walk of the session's statements */
 	for (struct pstmt *ps = c->stmts; ps; ps = ps->next)
 		if (ps->cursor_b == b)
 			ps->cursor_b = NULL;
