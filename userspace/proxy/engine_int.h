@@ -555,7 +555,7 @@ void bconn_answers(struct bconn *b);
 void hist_clear(struct client *c);
 uint64_t hist_fingerprint(const struct client *c, size_t upto);
 uint8_t *hist_image(const struct client *c, size_t upto, size_t *len);
-bool hist_image_matches(const struct client *c, const struct bconn *b);
+bool hist_image_matches(const struct client *c, const struct bconn *b, uint64_t fp);
 int send_cmd(struct client *c, struct bconn *b);
 int queue_internal(struct bconn *b, const char *sql);
 void route_cmd(struct client *c);

@@ -278,6 +278,8 @@ static struct bconn *pool_take(struct client *c, const struct topo_backend *be, 
 
 	struct bconn **found = NULL;
 	uint64_t now = now_ms();
+	/* a session without history takes no connection that has one */
+	uint64_t fp = c->nhist ? hist_fingerprint(c, c->nhist) : 0;
 
 	/* The connection this session gave back moments ago, when it is idle
 	 * still: a session that keeps sending keeps one connection (and the
@@ -287,7 +289,8 @@ static struct bconn *pool_take(struct client *c, const struct topo_backend *be, 
 		struct bconn *b = *pp;
 		if (b->backend_id != be->id || b->resetting || b->pool_caps != c->caps ||
 		    b->pool_charset != c->charset || strcmp(b->pool_user, c->user) ||
-		    (b->pool_has_db && !c->db0[0]) || (b->hist_img && !hist_image_matches(c, b)))
+		    (b->pool_has_db && !c->db0[0]) ||
+		    (b->hist_img && (!c->nhist || !hist_image_matches(c, b, fp))))
 			continue;
 		if (!found)
 			found = pp;

@@ -378,12 +378,13 @@ uint8_t *hist_image(const struct client *c, size_t upto, size_t *len)
 	return img;
 }
 
-/* Whether pooled b has exactly the whole history of c. */
-bool hist_image_matches(const struct client *c, const struct bconn *b)
+/* Whether pooled b has exactly the whole history of c, whose fingerprint
+ * (hist_fingerprint(c, c->nhist)) is fp: computed once per pool walk. */
+bool hist_image_matches(const struct client *c, const struct bconn *b, uint64_t fp)
 {
 	size_t off = strlen(c->db0) + 1;
 
-	if (!b->hist_img || b->hist_fp != hist_fingerprint(c, c->nhist) || b->hist_img_len < off ||
+	if (!b->hist_img || b->hist_fp != fp || b->hist_img_len < off ||
 	    memcmp(b->hist_img, c->db0, off) != 0)
 		return false;
 	for (size_t i = 0; i < c->nhist; i++) {
