@@ -276,7 +276,7 @@ static struct bconn *pool_take(struct client *c, const struct topo_backend *be, 
 	struct worker *w = c->w;
 	static const uint8_t init_db = COM_INIT_DB;
 
-	struct bconn **found = NULL;
+	struct bconn **found = NULL, **replay = NULL;
 	uint64_t now = now_ms();
 	/* a session without history takes no connection that has one */
 	uint64_t fp = c->nhist ? hist_fingerprint(c, c->nhist) : 0;
@@ -284,7 +284,9 @@ static struct bconn *pool_take(struct client *c, const struct topo_backend *be, 
 	/* The connection this session gave back moments ago, when it is idle
 	 * still: a session that keeps sending keeps one connection (and the
 	 * server one thread), as without multiplexing. Else the one parked
-	 * last, so that connections a quiet load does not need idle out. */
+	 * last, so that connections a quiet load does not need idle out; one
+	 * that has the session's history before one it would be replayed on
+	 * (which would then leave that connection to sessions without it). */
 	for (struct bconn **pp = &w->pool; *pp; pp = &(*pp)->pool_next) {
 		struct bconn *b = *pp;
 		if (b->backend_id != be->id || b->resetting || b->pool_caps != c->caps ||
@@ -292,6 +294,11 @@ static struct bconn *pool_take(struct client *c, const struct topo_backend *be, 
 		    (b->pool_has_db && !c->db0[0]) ||
 		    (b->hist_img && (!c->nhist || !hist_image_matches(c, b, fp))))
 			continue;
+		if (c->nhist && !b->hist_img) {
+			if (!replay)
+				replay = pp;
+			continue;
+		}
 		if (!found)
 			found = pp;
 		if (b->last_owner == c && now - b->parked_ms <= AFFINITY_MS) {
@@ -299,6 +306,8 @@ static struct bconn *pool_take(struct client *c, const struct topo_backend *be, 
 			break;
 		}
 	}
+	if (!found)
+		found = replay;
 	if (found) {
 		bool has_hist = (*found)->hist_img != NULL;
 		struct bconn *b = pool_unlink(c, found);
