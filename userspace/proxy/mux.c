@@ -48,13 +48,13 @@ static bool tracked_call(const struct client *c, const struct bconn *b)
 
 /*
  * Whether the statement just answered may have left state on its connection
- * that
- * the history cannot rebuild and that no flag of the session tracks: a
- * procedure or a function the classifier does not know (temporary tables,
- * variables, locks inside), LOCK TABLES, HANDLER, XA and other admin
- * statements, SET TRANSACTION (for the next transaction on this connection),
- * and statements the classifier did not understand. Such a connection stays
- * with the session. Even after an error: a routine may fail half way.
+ * that the history cannot rebuild and that no flag of the session tracks: a
+ * procedure (unless tracked_call) or a function the classifier does not know
+ * (temporary tables, variables, locks inside), LOCK TABLES, HANDLER, XA and
+ * other admin statements, SET TRANSACTION (for the next transaction on this
+ * connection), and statements the classifier did not understand. Such a
+ * connection stays with the session. Even after an error: a routine may fail
+ * half way.
  */
 bool keeps_state(const struct client *c, const struct bconn *b)
 {
