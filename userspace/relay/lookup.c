@@ -48,7 +48,17 @@ struct slot {
 	enum slot_kind kind;
 	uint64_t cookie; /* of the socket we put there */
 	bool v4;         /* handoff: the server's socket is IPv4-only */
+	/* handoff: a failed search for the server's listener is not repeated
+	 * before next_try_ms (mono_ms), backing off to HANDOFF_RETRY_MAX_MS */
+	uint64_t next_try_ms;
+	uint32_t backoff_ms;
 };
+
+/* A search for a server's listener reads /proc/net/tcp and, when it finds
+ * one, the fds of every process: milliseconds. One that keeps failing (a
+ * port whose socket the search cannot take) must not run for every backend
+ * on that port at every probe interval. */
+#define HANDOFF_RETRY_MAX_MS 1000u
 
 static struct {
 	struct daemon_ctx *d;
@@ -69,7 +79,43 @@ static struct {
 	struct slot slots6[MS_MAX_BACKENDS];
 
 	uint64_t handoffs; /* sockets taken from servers */
+	/* ports whose listener search failed in this sync_slots pass (| V6KEY
+	 * for the IPv6 one): the other backends on them do not search again in
+	 * the same pass */
+	uint32_t failed_ports[64];
+	size_t nfailed;
 } S = {.sockmap_fd = -1, .sockmap6_fd = -1};
+
+#define V6KEY 0x10000u
+
+/* Whether a search for the listener of slot s on port (| V6KEY) may run now. */
+static bool handoff_due(const struct slot *s, uint32_t port)
+{
+	if (mono_ms() < s->next_try_ms)
+		return false;
+	for (size_t i = 0; i < S.nfailed; i++)
+		if (S.failed_ports[i] == port)
+			return false;
+	return true;
+}
+
+/* The search of slot s on port failed (ok false) or succeeded. */
+static void handoff_tried(struct slot *s, uint32_t port, bool ok)
+{
+	uint32_t first = S.d->cfg->interval_ms ? S.d->cfg->interval_ms : 200;
+
+	if (ok) {
+		s->backoff_ms = 0;
+		s->next_try_ms = 0;
+		return;
+	}
+	s->backoff_ms = s->backoff_ms ? s->backoff_ms * 2 : first;
+	if (s->backoff_ms > HANDOFF_RETRY_MAX_MS)
+		s->backoff_ms = HANDOFF_RETRY_MAX_MS;
+	s->next_try_ms = mono_ms() + s->backoff_ms;
+	if (S.nfailed < sizeof(S.failed_ports) / sizeof(S.failed_ports[0]))
+		S.failed_ports[S.nfailed++] = port;
+}
 
 /* Relay listener key of a backend's IPv6 listener. */
 #define RELAY6 0x80000000u
@@ -197,9 +243,13 @@ static void sync_handoff6(const struct topo_backend *b, bool main_is_v4)
 		return;
 	s->kind = SLOT_HANDOFF;
 	s->cookie = 0;
-	int fd = handoff_take_listener((const struct sockaddr *)&any);
-	if (fd < 0)
+	if (!handoff_due(s, b->port | V6KEY))
 		return;
+	int fd = handoff_take_listener((const struct sockaddr *)&any);
+	if (fd < 0) {
+		handoff_tried(s, b->port | V6KEY, false);
+		return;
+	}
 	uint64_t cookie = handoff_sock_cookie(fd);
 	bool had = map_cookie(S.sockmap6_fd, b->id) == cookie;
 	if (sock_family(fd) == AF_INET6 && (had || !map_set(S.sockmap6_fd, b->id, fd))) {
@@ -208,6 +258,7 @@ static void sync_handoff6(const struct topo_backend *b, bool main_is_v4)
 			log_info("lookup: %s: IPv6 clients handed to the server's IPv6 listener",
 			         b->name);
 	}
+	handoff_tried(s, b->port | V6KEY, s->cookie != 0);
 	close(fd);
 }
 
@@ -225,9 +276,12 @@ static void sync_handoff(const struct topo_backend *b)
 	}
 	s->kind = SLOT_HANDOFF;
 	s->cookie = 0;
+	if (!handoff_due(s, b->port))
+		return;
 	int fd = handoff_take_listener((const struct sockaddr *)&b->addr);
 	if (fd < 0) {
 		log_debug("lookup: %s: no local listener on port %u yet", b->name, b->port);
+		handoff_tried(s, b->port, false);
 		return;
 	}
 	s->v4 = sock_family(fd) == AF_INET;
@@ -243,6 +297,7 @@ static void sync_handoff(const struct topo_backend *b)
 			         b->name, b->port);
 		}
 	}
+	handoff_tried(s, b->port, s->cookie != 0);
 	close(fd); /* at once: a copy kept open outlives the server */
 	sync_handoff6(b, s->v4);
 }
@@ -307,6 +362,7 @@ static void sync_slots(const struct topology *t)
 {
 	bool seen[MS_MAX_BACKENDS] = {false};
 
+	S.nfailed = 0;
 	for (size_t i = 0; i < t->nbackends; i++) {
 		const struct topo_backend *b = &t->backends[i];
 		if (b->id >= MS_MAX_BACKENDS || !b->addrlen)
@@ -343,7 +399,8 @@ static void on_topology(const struct topology *t, void *arg)
 }
 
 /* A server that restarts leaves an empty slot; its new listener is picked up
- * here within one probe interval. */
+ * here within one probe interval (up to HANDOFF_RETRY_MAX_MS after searches
+ * that failed). */
 static void on_timer(struct evloop *l, uint64_t id, void *arg)
 {
 	const struct topology *t;
