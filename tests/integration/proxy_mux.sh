@@ -36,6 +36,21 @@ held() {
 		>"$out" 2>&1
 }
 
+# in_use_after OUT PAUSE STATEMENT...: runs them PAUSE s apart in one session
+# (held) and prints the connections in use just after its first output
+# appeared, while the session waits between two statements.
+in_use_after() {
+	local out=$1 pause=$2 hp u
+	shift 2
+	held "$out" "$pause" "$@" &
+	hp=$!
+	wait_until 8 bash -c "[ -s $out ]" >/dev/null
+	sleep 0.5
+	u=$(pool_fig in_use)
+	wait "$hp"
+	echo "$u"
+}
+
 wait_until 15 bash -c "[ \"\$(mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp -N -B -e 'SELECT @@port' 2>/dev/null)\" != '' ]" >/dev/null
 p "CREATE DATABASE IF NOT EXISTS mux; CREATE TABLE IF NOT EXISTS mux.k (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(32)); CREATE TABLE IF NOT EXISTS mux.u (a INT); INSERT INTO mux.u VALUES (1), (2), (3)"
 sleep 0.5
@@ -50,14 +65,9 @@ measured "one session connected between reads: clients $clients, backend connect
 check_eq "a connected session between reads holds no backend connection" "1 0" "$clients $in_use"
 wait "$hp"
 
-held "$T/tmp.out" 3 "CREATE TEMPORARY TABLE mux.tmp (a INT)" "SELECT COUNT(*) FROM mux.tmp" &
-hp=$!
-wait_until 5 bash -c "[ -s $T/tmp.out ]" >/dev/null
-sleep 0.3
-in_use=$(pool_fig in_use)
+in_use=$(in_use_after "$T/tmp.out" 3 "CREATE TEMPORARY TABLE mux.tmp (a INT)" "SELECT COUNT(*) FROM mux.tmp")
 measured "one session with a temporary table between statements: in use $in_use"
 check_eq "a session with a temporary table keeps its writer connection" 1 "$in_use"
-wait "$hp"
 
 # --- 20 clients held open, a few reads each with pauses ----------------------
 # Each client sends 12 reads 1 s apart (12 s connected). Their first
@@ -165,15 +175,10 @@ check_eq "autocommit = 0 keeps the connection until the rollback" "1 1 0" "$(tr 
 # would hand it back, and sets it again (SET last_insert_id) on the writer
 # connection the session takes later: the value outlives the connection.
 p "CREATE TABLE mux.seq (n INT); INSERT INTO mux.seq VALUES (500); CREATE TABLE mux.li (a INT)"
-held "$T/lid_idle.out" 3 "INSERT INTO mux.k (v) VALUES ('lidA')" "SELECT COUNT(*) FROM mux.u" \
-	"SELECT LAST_INSERT_ID() = (SELECT id FROM mux.k WHERE v = 'lidA')" &
-hp=$!
-wait_until 5 bash -c "[ -s $T/lid_idle.out ]" >/dev/null
-sleep 0.5
-in_use=$(pool_fig in_use)
+in_use=$(in_use_after "$T/lid_idle.out" 3 "INSERT INTO mux.k (v) VALUES ('lidA')" \
+	"SELECT COUNT(*) FROM mux.u" "SELECT LAST_INSERT_ID() = (SELECT id FROM mux.k WHERE v = 'lidA')")
 measured "one session after an insert and a read, between statements: in use $in_use"
 check_eq "a session that inserted holds no connection once it reads elsewhere" 0 "$in_use"
-wait "$hp"
 check_eq "its LAST_INSERT_ID() is still the insert's id" "3 1" "$(tr '\n' ' ' <"$T/lid_idle.out" | sed 's/ $//')"
 
 # 20 sessions that each inserted once, then read 1 s apart: they share a few
@@ -235,22 +240,9 @@ GRANT EXECUTE ON mux.* TO 'app'@'%'"
 wait_until 10 grep -q "routines: [0-9]* loaded.*([1-9][0-9]* procedures tracked)" "$T/mysteerd.log" >/dev/null
 sleep 1 # the loader's next pass sees both procedures (one signature per pass)
 sed -n 's/^.*\(routines: .*\)$/# \1/p' "$T/mysteerd.log" | tail -n 1
-# in_use_after OUT STATEMENT...: runs them 1.5 s apart in one session and
-# prints the connections in use just after the first output (the read's).
-in_use_after() {
-	local out=$1 hp u
-	shift
-	held "$out" 1.5 "$@" &
-	hp=$!
-	wait_until 8 bash -c "[ -s $out ]" >/dev/null
-	sleep 0.5
-	u=$(pool_fig in_use)
-	wait "$hp"
-	echo "$u"
-}
-in_plain=$(in_use_after "$T/call_plain.out" "USE mux" "CALL p_plain()" "SELECT COUNT(*) FROM mux.u" \
+in_plain=$(in_use_after "$T/call_plain.out" 1.5 "USE mux" "CALL p_plain()" "SELECT COUNT(*) FROM mux.u" \
 	"SELECT LAST_INSERT_ID() = (SELECT MAX(id) FROM mux.pk)")
-in_lock=$(in_use_after "$T/call_lock.out" "USE mux" "CALL p_lock()" "SELECT COUNT(*) FROM mux.u" \
+in_lock=$(in_use_after "$T/call_lock.out" 1.5 "USE mux" "CALL p_lock()" "SELECT COUNT(*) FROM mux.u" \
 	"SELECT IS_USED_LOCK('muxp') = CONNECTION_ID()")
 measured "between statements after a CALL and a read: in use $in_plain (tracked procedure), $in_lock (procedure with GET_LOCK)"
 check_eq "after a CALL of a tracked procedure the session holds no connection" 0 "$in_plain"

@@ -219,7 +219,8 @@ static void cmd_fetch(struct client *c, const uint8_t *p, size_t n)
 		unknown_stmt(c, n >= 5 ? get_le32(p + 1) : 0, "mysqld_stmt_fetch");
 		return;
 	}
-	e = ps->cursor_b && !ps->cursor_b->dead ? bc_find(ps->cursor_b, ps->key) : NULL;
+	/* ps_forget_conn clears cursor_b when its connection goes */
+	e = ps->cursor_b ? bc_find(ps->cursor_b, ps->key) : NULL;
 	if (!e) {
 		snprintf(msg, sizeof(msg), "The statement (%u) has no open cursor", ps->id);
 		client_err(c, 1, 1421, "HY000", msg);
