@@ -60,4 +60,27 @@ check "mysteerctl status prints a pool section" grep -q "^POOL *IDLE *IN_USE *OP
 check "the pool section has a row per backend with the idle count" \
 	bash -c "echo \"\$1\" | awk '/^POOL/{f=1;next} f&&NF==10{s+=\$2} END{exit !(s==$idle)}'" _ "$out"
 itest_daemon_stop
+
+# A user the backends refuse (none of them knows "stale"): its warm logins
+# back off per backend (250 ms, doubling up to 10 s) instead of coming back
+# every sweep (250 ms) from every worker, about 48 a backend in 6 s.
+denied() { sql_root "$1" "SHOW GLOBAL STATUS LIKE 'Access_denied_errors'" | awk '{print $2}'; }
+declare -A denied0
+for port in $P1 $P2 $P3; do denied0[$port]=$(denied "$port"); done
+ITEST_PROXY_EXTRA="workers = 2
+pool_min_idle = 2" itest_write_config "$T/stale.conf" - <<'CONF'
+[user:stale]
+password = not-on-the-backends
+CONF
+itest_daemon_start "$T/stale.conf" || { itest_done; exit 1; }
+sleep 6
+for port in $P1 $P2 $P3; do
+	n=$(($(denied "$port") - ${denied0[$port]}))
+	measured "refused warm logins of stale on $port in 6 s: $n"
+	check "warm logins refused by $port back off ($n in 6 s, at most 20)" [ "$n" -ge 1 -a "$n" -le 20 ]
+	check_eq "app's warm connections on $port are not held back by stale's" 2 "$(apps $port)"
+done
+check "the log says the warm logins pause" grep -q "warm logins of stale to db1 pause for" "$T/mysteerd.log"
+check "stale's password is not in the log" bash -c "! grep -q not-on-the-backends $T/mysteerd.log"
+itest_daemon_stop
 itest_done

@@ -141,6 +141,7 @@ void bconn_fail(struct bconn *b, const char *why)
 	         why);
 	snprintf(msg, sizeof(msg), "mysteer: lost the connection to the %s %s: %s",
 	         writer ? "writer" : "reader", b->name, why);
+	warm_failed(b);
 	state_lost = c && ((writer && (c->in_trans || c->pin_writer || c->autocommit_off)) ||
 	                   c->trx_conn == b);
 	bconn_free(b);

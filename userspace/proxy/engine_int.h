@@ -131,13 +131,25 @@ enum bstate { B_CONNECTING, B_HANDSHAKE, B_AUTH, B_READY };
 struct worker;
 struct bconn;
 
+/* A backend that refuses a warm login (a user it does not know, a password
+ * it does not take, max_connections) would otherwise be asked again every
+ * sweep by every worker: the next try waits delay_ms, doubling up to
+ * WARM_RETRY_MAX_MS, until a login succeeds. */
+#define WARM_RETRY_MAX_MS 10000
+struct warm_retry {
+	uint64_t due_ms;
+	uint32_t delay_ms;
+};
+
 struct client {
 	enum ev_type type; /* first: epoll data points here */
 	/* a ghost: no socket, only the login of a user with a plain password,
 	 * for warm pool connections (pool_min_idle); warming[id] counts the
-	 * connections logging in */
+	 * connections logging in; warm_retry[id] spaces out the logins to a
+	 * backend that refused the last one */
 	bool ghost;
 	int *warming;
+	struct warm_retry *warm_retry;
 	struct worker *w;
 	int fd;
 	enum cstate st;
@@ -513,6 +525,7 @@ void pool_event(struct bconn *b, uint32_t events);
 bool reclaim_last(struct client *c);
 void pool_sweep(struct worker *w, uint64_t now);
 void warm_park(struct bconn *b);
+void warm_failed(struct bconn *b);
 struct bconn *conn_get(struct client *c, const struct topo_backend *be, bool writer);
 void pool_warm(struct worker *w);
 int ghosts_init(struct worker *w);

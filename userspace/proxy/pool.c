@@ -410,6 +410,7 @@ void warm_park(struct bconn *b)
 	if (b->backend_id < PROXY_MAX_IDS) {
 		g->warming[b->backend_id]--;
 		atomic_fetch_sub(&w->e->be_warming[b->backend_id], 1);
+		g->warm_retry[b->backend_id].delay_ms = 0;
 	}
 	warm_unlink(b);
 	b->c = NULL;
@@ -495,6 +496,23 @@ struct bconn *conn_get(struct client *c, const struct topo_backend *be, bool wri
 	return conn_wait(c, be);
 }
 
+/* A warm login failed (the caller logs why): the next one to that backend
+ * waits, twice as long as the last wait, up to WARM_RETRY_MAX_MS. */
+void warm_failed(struct bconn *b)
+{
+	struct warm_retry *r;
+
+	if (!b->c || !b->c->ghost || b->backend_id >= PROXY_MAX_IDS)
+		return;
+	r = &b->c->warm_retry[b->backend_id];
+	r->delay_ms = r->delay_ms ? r->delay_ms * 2 : SWEEP_MS;
+	if (r->delay_ms > WARM_RETRY_MAX_MS)
+		r->delay_ms = WARM_RETRY_MAX_MS;
+	r->due_ms = now_ms() + r->delay_ms;
+	log_info("proxy: warm logins of %s to %s pause for %u ms", b->c->user, b->name,
+	         r->delay_ms);
+}
+
 /* Opens what pool_min_idle asks for: per usable backend and user with a
  * plain password, idle plus logging-in connections up to this worker's
  * share. Refills after use, since a taken connection leaves the count. */
@@ -502,6 +520,7 @@ void pool_warm(struct worker *w)
 {
 	int min = min_idle_share(w);
 	const struct topology *t;
+	uint64_t now = now_ms();
 
 	if (min <= 0 || w->nghosts == 0)
 		return;
@@ -517,6 +536,8 @@ void pool_warm(struct worker *w)
 		for (size_t g = 0; g < w->nghosts; g++) {
 			struct client *gh = &w->ghosts[g];
 			int have = pool_count_user(w, be->id, gh->user) + gh->warming[be->id];
+			if (gh->warm_retry[be->id].delay_ms && now < gh->warm_retry[be->id].due_ms)
+				continue;
 			for (; have < min; have++) {
 				bool full;
 				struct bconn *b =
@@ -544,8 +565,12 @@ int ghosts_init(struct worker *w)
 		if (!e->users[i].has_password)
 			continue;
 		g->warming = calloc(PROXY_MAX_IDS, sizeof(*g->warming));
-		if (!g->warming)
+		g->warm_retry = calloc(PROXY_MAX_IDS, sizeof(*g->warm_retry));
+		if (!g->warming || !g->warm_retry) {
+			free(g->warming);
+			free(g->warm_retry);
 			return -1;
+		}
 		g->ghost = true;
 		g->w = w;
 		g->fd = -1;
@@ -560,8 +585,10 @@ int ghosts_init(struct worker *w)
 
 void ghosts_free(struct worker *w)
 {
-	for (size_t i = 0; w->ghosts && i < w->nghosts; i++)
+	for (size_t i = 0; w->ghosts && i < w->nghosts; i++) {
 		free(w->ghosts[i].warming);
+		free(w->ghosts[i].warm_retry);
+	}
 	free(w->ghosts);
 	w->ghosts = NULL;
 	w->nghosts = 0;
