@@ -2,7 +2,9 @@
  * proxy_ps.c - prepared statements through the 6450 proxy with
  * libmysqlclient: NULL parameters, long data sent in pieces, the statement
  * run on a second backend (prepared there lazily, with the parameter types
- * the client sent only once), and statements driving a transaction.
+ * the client sent only once), statements driving a transaction, the
+ * connection state (LAST_INSERT_ID(), FOUND_ROWS()) a later statement reads,
+ * and cursors.
  * Prints TAP-ish lines; exit 1 on any failure.
  *
  *   proxy_ps PORT
@@ -98,6 +100,79 @@ out:
 		mysql_stmt_close(ins);
 	if (lid)
 		mysql_stmt_close(lid);
+	return ok;
+}
+
+/* Executes a prepared statement of an integer column and the server's port
+ * (or only the integer), returns the first row's integer, -1 on error. */
+static long long int_port(MYSQL_STMT *s, int *port)
+{
+	MYSQL_BIND out[2];
+	long long v = -1, first;
+	int p = 0;
+
+	memset(out, 0, sizeof(out));
+	out[0].buffer_type = MYSQL_TYPE_LONGLONG;
+	out[0].buffer = &v;
+	out[1].buffer_type = MYSQL_TYPE_LONG;
+	out[1].buffer = &p;
+	if (mysql_stmt_execute(s) || mysql_stmt_bind_result(s, out) || mysql_stmt_fetch(s)) {
+		fprintf(stderr, "execute: %s\n", mysql_stmt_error(s));
+		return -1;
+	}
+	first = v;
+	while (mysql_stmt_fetch(s) == 0)
+		;
+	mysql_stmt_free_result(s);
+	if (port)
+		*port = p;
+	return first;
+}
+
+/* FOUND_ROWS() as a prepared statement answers for the SQL_CALC_FOUND_ROWS
+ * read before it, wherever that read ran: prepared right after the read,
+ * executed again after another prepared read, and after a text read. */
+static int found_rows(MYSQL *m)
+{
+	MYSQL_STMT *calc50 = prep(m, "SELECT SQL_CALC_FOUND_ROWS seq, @@port FROM seq_1_to_50 "
+	                             "LIMIT 3");
+	MYSQL_STMT *calc70 = prep(m, "SELECT SQL_CALC_FOUND_ROWS seq, @@port FROM seq_1_to_70 "
+	                             "LIMIT 3");
+	MYSQL_STMT *fr = NULL;
+	MYSQL_RES *res;
+	long long a = -1, b = -1, c = -1;
+	int pa = 0, pb = 0, ok = 0;
+
+	if (!calc50 || !calc70)
+		goto out;
+	if ((a = int_port(calc50, &pa)) != 1 || !(fr = prep(m, "SELECT FOUND_ROWS()"))) {
+		fprintf(stderr, "found_rows: first read gave %lld\n", a);
+		goto out;
+	}
+	a = int_port(fr, NULL);
+	if ((b = int_port(calc70, &pb)) != 1) {
+		fprintf(stderr, "found_rows: second read gave %lld\n", b);
+		goto out;
+	}
+	b = int_port(fr, NULL);
+	if (mysql_query(m, "SELECT SQL_CALC_FOUND_ROWS seq FROM seq_1_to_30 LIMIT 2") ||
+	    !(res = mysql_store_result(m))) {
+		fprintf(stderr, "text calc read: %s\n", mysql_error(m));
+		goto out;
+	}
+	mysql_free_result(res);
+	c = int_port(fr, NULL);
+	printf("# ps: FOUND_ROWS() %lld after a read on %d (prepared then), %lld after one on %d, "
+	       "%lld after a text read\n",
+	       a, pa, b, pb, c);
+	ok = a == 50 && b == 70 && c == 30;
+out:
+	if (calc50)
+		mysql_stmt_close(calc50);
+	if (calc70)
+		mysql_stmt_close(calc70);
+	if (fr)
+		mysql_stmt_close(fr);
 	return ok;
 }
 
@@ -249,6 +324,7 @@ int main(int argc, char **argv)
 	check(p1 != p2, "the two executions ran on different backends");
 	check(lid_after_read(m, plus),
 	      "LAST_INSERT_ID() of a prepared INSERT survives a read elsewhere");
+	check(found_rows(m), "a prepared FOUND_ROWS() answers for the read before it, on a replica");
 	if (argc > 2)
 		check(cursor_fetch(m, argc - 2, argv + 2),
 		      "a cursor's 10 rows come 3 at a time with COM_STMT_FETCH from the server");

@@ -300,6 +300,9 @@ static void on_answer_done(struct client *c, struct bconn *b)
 	bool clean = ok && ((b->rt.warnings == 0 && c->cur_classified && c->cur_tok == CLS_READ &&
 	                     !(c->cur_flags & STATEFUL_FLAGS)) ||
 	                    c->cur_kind == RESP_PREPARE);
+	/* the PREPARE of a FOUND_ROWS() ran where the read before it did: the
+	 * session keeps that connection for the EXECUTE (cmd_prepare) */
+	bool hold = c->cur_kind == RESP_PREPARE && c->cur_ps && ps_reads_prev_state(c->cur_ps);
 
 	/* A session statement (run here or failed half way), a routine, a
 	 * multi-statement or anything not understood may change how the server
@@ -384,7 +387,7 @@ static void on_answer_done(struct client *c, struct bconn *b)
 	c->cur_hist = false;
 	cmd_done(c);
 	buf_trim(&b->in);
-	mux_answered(c, b, clean);
+	mux_answered(c, b, clean && !hold);
 	if (client_flush(c) < 0 || c->closing) {
 		client_close(c);
 		return;

@@ -163,6 +163,11 @@ static int cmd_prepare(struct client *c, const uint8_t *p, size_t n)
 	               : R_WRITER;
 	if (c->ro_trans)
 		c->route = R_TRX;
+	/* FOUND_ROWS(), ROW_COUNT(), SHOW WARNINGS...: prepared on the
+	 * connection of the statement before, so that the session keeps it for
+	 * the EXECUTE (a prepare leaves that state as it was) */
+	else if (ps_reads_prev_state(ps) && (c->last || reclaim_last(c)))
+		c->route = R_LAST;
 	return 0;
 }
 
@@ -196,9 +201,7 @@ static int cmd_execute(struct client *c, const uint8_t *p, size_t n)
 		memcpy(ps->types, p + off + 1, 2u * ps->nparams);
 	}
 	c->cur_ps = ps;
-	/* FOUND_ROWS() as a prepared statement runs on the writer: its PREPARE
-	 * would have let the previous read's connection go (route_decide) */
-	route_decide(c, ps->tok, ps->flags, CLS_R_NONE, true);
+	route_decide(c, ps->tok, ps->flags, ps->reason, true);
 	c->cur_reason = ps->reason; /* a prepared CALL keeps its connection as a CALL does */
 	return 0;
 }

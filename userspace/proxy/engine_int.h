@@ -125,6 +125,13 @@ struct pstmt {
 	struct pstmt *next;
 };
 
+/* FOUND_ROWS(), ROW_COUNT(), SHOW WARNINGS...: reads what the statement
+ * before left on its connection, so it runs (and is prepared) there. */
+static inline bool ps_reads_prev_state(const struct pstmt *ps)
+{
+	return ps->reason == CLS_R_PREV_RESULT || (ps->flags & CLS_F_PREV_STATE);
+}
+
 enum cstate { C_HANDSHAKE, C_SWITCH, C_IDLE, C_BUSY };
 enum bstate { B_CONNECTING, B_HANDSHAKE, B_AUTH, B_READY };
 

@@ -519,7 +519,7 @@ void route_decide(struct client *c, enum cls_token tok, uint32_t flags, enum cls
 		/* SELECT FOUND_ROWS() after a read on a replica: the answer is on
 		 * that replica's connection, kept after a SQL_CALC_FOUND_ROWS read,
 		 * back from the pool after a plain one if nobody took it since */
-		if (reason == CLS_R_PREV_RESULT && !is_ps && (c->last || reclaim_last(c))) {
+		if (reason == CLS_R_PREV_RESULT && (c->last || reclaim_last(c))) {
 			c->route = R_LAST;
 			return;
 		}
