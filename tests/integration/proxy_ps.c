@@ -324,7 +324,8 @@ int main(int argc, char **argv)
 	check(p1 != p2, "the two executions ran on different backends");
 	check(lid_after_read(m, plus),
 	      "LAST_INSERT_ID() of a prepared INSERT survives a read elsewhere");
-	check(found_rows(m), "a prepared FOUND_ROWS() answers for the read before it, on a replica");
+	check(found_rows(m),
+	      "a prepared FOUND_ROWS() answers for the read before it, on a replica");
 	if (argc > 2)
 		check(cursor_fetch(m, argc - 2, argv + 2),
 		      "a cursor's 10 rows come 3 at a time with COM_STMT_FETCH from the server");
