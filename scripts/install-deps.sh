@@ -15,6 +15,7 @@ PACKAGES=(
 	iproute2 util-linux procps
 	sysbench haproxy gnuplot-nox gawk
 	valgrind
+	python3-pymysql
 )
 
 missing=()

@@ -146,6 +146,15 @@ ITEST_FAILED=$((ITEST_FAILED + $(grep -c '^not ok' "$T/track.out")))
 check "proxy_track ran to the end" grep -q "proxy_track: done" "$T/track.out"
 [ -s "$T/track.err" ] && sed 's/^/# /' "$T/track.err"
 
+# --- a client without CLIENT_SESSION_TRACK (PyMySQL): gtid read-your-writes
+# and OK packets as the server would send them
+/usr/bin/python3 "$ITEST_ROOT/tests/integration/proxy_pymysql.py" $PP $P1 2>"$T/pym.err" |
+	tee "$T/pym.out" | grep -v '^ok'
+ITEST_PASSED=$((ITEST_PASSED + $(grep -c '^ok' "$T/pym.out")))
+ITEST_FAILED=$((ITEST_FAILED + $(grep -c '^not ok' "$T/pym.out")))
+check "proxy_pymysql ran to the end" grep -q "proxy_pymysql: done" "$T/pym.out"
+[ -s "$T/pym.err" ] && sed 's/^/# /' "$T/pym.err"
+
 # --- hostile clients --------------------------------------------------------
 python3 - "$PP" <<'PY' >"$T/hostile.out" 2>&1
 import socket, sys, time, os

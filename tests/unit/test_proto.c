@@ -350,6 +350,49 @@ START_TEST(drop_state_change)
 }
 END_TEST
 
+/* An OK of a tracking connection, as the server sends it to a client
+ * without CLIENT_SESSION_TRACK: the same figures and info, no state and no
+ * state flag; an empty info goes too. */
+START_TEST(untrack_ok)
+{
+	uint8_t st[64], buf[256];
+	struct wr w;
+	struct ok_pkt ok;
+	size_t len;
+	int n;
+
+	wr_init(&w, st, sizeof(st));
+	put_sysvar(&w, "last_gtid", "0-1-42");
+	for (int header = 0; header < 2; header++) {
+		len = build_ok_state(buf, sizeof(buf), header ? 0xfe : 0x00, st, wr_len(&w));
+		n = ok_untrack(buf, buf, len);
+		ck_assert_int_eq(n, 1 + 1 + 1 + 2 + 2 + 1 + 4);
+		ck_assert_uint_eq(buf[0], header ? 0xfe : 0x00);
+		/* read as libmysqlclient reads it: the info with its length */
+		ck_assert_int_eq(ok_parse(buf, (size_t)n, PROXY_CAPS, &ok), 0);
+		ck_assert_uint_eq(ok.affected, 1);
+		ck_assert_uint_eq(ok.insert_id, 7);
+		ck_assert_uint_eq(ok.status, SST_AUTOCOMMIT);
+		ck_assert_uint_eq(ok.warnings, 2);
+		ck_assert_uint_eq(ok.info_len, 4);
+		ck_assert_mem_eq(ok.info, "info", 4);
+		ck_assert_ptr_null(ok.state);
+	}
+	/* state with an empty info: both go */
+	memcpy(buf, "\x00\x00\x00\x02\x40\x00\x00\x00\x03\x00\x01x", 12);
+	ck_assert_int_eq(ok_untrack(buf, buf, 12), 7);
+	ck_assert_mem_eq(buf, "\x00\x00\x00\x02\x00\x00\x00", 7);
+	/* an OK that ends after the warnings (no info, no state) stays as it is */
+	len = 1 + 1 + 1 + 2 + 2;
+	memcpy(buf, "\x00\x00\x00\x02\x00\x00\x00", len);
+	ck_assert_int_eq(ok_untrack(buf, buf, len), (int)len);
+	/* malformed: an info length past the end */
+	memcpy(buf, "\x00\x00\x00\x02\x00\x00\x00\x09ab", 10);
+	ck_assert_int_eq(ok_untrack(buf, buf, 10), -1);
+	ck_assert_int_eq(ok_untrack(buf, buf, 3), -1);
+}
+END_TEST
+
 START_TEST(drop_last_gtid_only)
 {
 	uint8_t st[64], buf[128], out[128];
@@ -664,6 +707,7 @@ int main(void)
 	tcase_add_test(tc, scramble_pool);
 	tcase_add_test(tc, ok_err_eof);
 	tcase_add_test(tc, session_track_gtid);
+	tcase_add_test(tc, untrack_ok);
 	tcase_add_test(tc, drop_last_gtid_only);
 	tcase_add_test(tc, drop_last_gtid_keeps_others);
 	tcase_add_test(tc, drop_last_gtid_shrinks_length);

@@ -175,6 +175,26 @@ static size_t hide_tracking(const struct bconn *b, uint8_t *p, size_t n, uint8_t
 	return (size_t)r;
 }
 
+/*
+ * An OK packet (whole, header included, at p) in the form the client reads:
+ * without the proxy's own tracking entries, and without any session-state
+ * part at all for a client that did not negotiate CLIENT_SESSION_TRACK
+ * (the backend connection has it for the proxy's sake, bconn_login).
+ * Rewritten in place; returns the payload length to forward.
+ */
+static size_t client_ok_form(const struct bconn *b, uint8_t *p, size_t n, uint8_t seq)
+{
+	int r;
+
+	if ((b->c->caps & CAP_SESSION_TRACK) || !(b->caps & CAP_SESSION_TRACK))
+		return b->rt.last_ok.state ? hide_tracking(b, p, n, seq) : n;
+	r = ok_untrack(p + PKT_HDR, p + PKT_HDR, n);
+	if (r < 0)
+		return n; /* resp_feed parsed it: not reached */
+	pkt_put_hdr(p, (uint32_t)r, seq);
+	return (size_t)r;
+}
+
 /* Passes a piece of the answer on, or drops it for a replayed command. */
 static void forward(struct bconn *b, const uint8_t *p, size_t n)
 {
@@ -241,8 +261,8 @@ again:
 		if (b->lid_fetch && before == RS_ROWS && st == RS_ROWS)
 			lid_row(b, p + PKT_HDR, take);
 		size_t fwd = take;
-		if (b->rt.last_ok.state && !b->frag_drop && take == f.len && f.len < PKT_MAX_FRAG)
-			fwd = hide_tracking(b, p, take, f.seq);
+		if (b->rt.ok_now && !b->frag_drop && take == f.len && f.len < PKT_MAX_FRAG)
+			fwd = client_ok_form(b, p, take, f.seq);
 		forward(b, p, PKT_HDR + fwd);
 		buf_consume(&b->in, PKT_HDR + take);
 		b->frag_left = f.len - (uint32_t)take;
@@ -371,8 +391,10 @@ static void on_answer_done(struct client *c, struct bconn *b)
 	} else if (c->ro_trans && !ok && !c->trx_conn) {
 		c->ro_trans = false; /* START TRANSACTION READ ONLY failed */
 	}
-	if (c->cur_write && ok && e->ryw_mode != RYW_OFF)
+	if (c->cur_write && ok && e->ryw_mode != RYW_OFF) {
 		c->ryw_until_ms = now_ms() + (uint64_t)e->ryw_ms;
+		c->gtid_blind = !(b->caps & CAP_SESSION_TRACK);
+	}
 	if (c->cur_hist && !ok) {
 		free(c->hist[--c->nhist].p);
 		b->hist_applied = c->nhist;

@@ -188,15 +188,19 @@ static void bconn_login(struct bconn *b, const uint8_t *p, size_t n, uint8_t seq
 		return;
 	}
 	memset(&r, 0, sizeof(r));
+	/* Session tracking whatever the client asked: the proxy reads last_gtid
+	 * and state changes in the OK packets, and gives a client without it
+	 * the plain form (client_ok_form). */
 	r.caps = (c->caps & hs.caps & PROXY_CAPS & ~(CAP_CONNECT_ATTRS | CAP_CONNECT_WITH_DB)) |
-	         CAP_PROTOCOL_41 | CAP_SECURE_CONNECTION | CAP_PLUGIN_AUTH;
+	         (hs.caps & CAP_SESSION_TRACK) | CAP_PROTOCOL_41 | CAP_SECURE_CONNECTION |
+	         CAP_PLUGIN_AUTH;
 	if (c->db0[0]) {
 		r.caps |= CAP_CONNECT_WITH_DB;
 		snprintf(r.db, sizeof(r.db), "%s", c->db0);
 	}
 	b->caps = r.caps;
 	b->rt.caps = r.caps; /* the command queued before the login was tracked with 0 */
-	if ((b->caps ^ c->caps) & (CAP_DEPRECATE_EOF | CAP_SESSION_TRACK | CAP_MULTI_RESULTS))
+	if (c->caps & ~b->caps & (CAP_DEPRECATE_EOF | CAP_SESSION_TRACK | CAP_MULTI_RESULTS))
 		log_warn("proxy: backend %s lacks capabilities the client uses", b->name);
 	r.max_packet = 1u << 30;
 	r.charset = c->charset;

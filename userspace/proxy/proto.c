@@ -719,6 +719,21 @@ int ok_drop_sysvar(uint8_t *dst, const uint8_t *p, size_t len, uint32_t caps, co
 	return ok_drop_state(dst, p, len, caps, &what);
 }
 
+int ok_untrack(uint8_t *dst, const uint8_t *p, size_t len)
+{
+	struct ok_pkt ok;
+	size_t off;
+
+	if (len > INT32_MAX || ok_parse(p, len, CAP_PROTOCOL_41 | CAP_SESSION_TRACK, &ok) < 0)
+		return -1;
+	off = ok_status_off(p, len) + 4; /* status and warnings */
+	if (ok.info_len > 0)
+		off = (size_t)(ok.info + ok.info_len - p); /* and the info, as it is */
+	memmove(dst, p, off);
+	dst[ok_status_off(p, len) + 1] &= (uint8_t) ~(SST_SESSION_STATE_CHANGED >> 8);
+	return (int)off;
+}
+
 /* ---- responses ---- */
 
 void resp_init(struct resp_tracker *t, enum resp_kind kind, uint32_t caps)
@@ -760,6 +775,7 @@ static int parse_eof(struct resp_tracker *t, const uint8_t *p, size_t n, uint16_
 	if (t->caps & CAP_DEPRECATE_EOF && n > 5) {
 		if (ok_parse(p, n, t->caps, &t->last_ok) < 0)
 			return -1;
+		t->ok_now = true;
 		*status = t->last_ok.status;
 		note_warnings(t, t->last_ok.warnings);
 		return 0;
@@ -828,6 +844,7 @@ static enum resp_state feed_first(struct resp_tracker *t, const uint8_t *p, size
 	if (p[0] == 0x00) {
 		if (ok_parse(p, n, t->caps, &t->last_ok) < 0)
 			return RS_ERROR;
+		t->ok_now = true;
 		note_warnings(t, t->last_ok.warnings);
 		return end_or_more(t, t->last_ok.status);
 	}
@@ -913,6 +930,7 @@ enum resp_state resp_feed(struct resp_tracker *t, const uint8_t *p, size_t n, ui
 {
 	if (n > frag_len)
 		n = frag_len;
+	t->ok_now = false;
 	if (t->in_frag) {
 		t->in_frag = !small_pkt(frag_len);
 		return t->state;

@@ -269,6 +269,20 @@ int ok_drop_state(uint8_t *dst, const uint8_t *p, size_t len, uint32_t caps,
 /* ok_drop_state of the system variable entries naming `name` only. */
 int ok_drop_sysvar(uint8_t *dst, const uint8_t *p, size_t len, uint32_t caps, const char *name);
 
+/*
+ * Rewrites an OK packet payload (0x00 or 0xfe header) of a connection with
+ * CLIENT_SESSION_TRACK into what the server sends a client without it: no
+ * session state, SERVER_SESSION_STATE_CHANGED cleared, the info string kept
+ * only when it is not empty. (The protocol documentation has the info run to
+ * the end of the packet for such a client; MariaDB and MySQL send it with
+ * its length prefix all the same, and libmysqlclient reads it so.) The
+ * proxy logs in to backends with session tracking whatever the client
+ * asked, for its own last_gtid and state-change tracking. dst may be p
+ * (never longer). Returns the new length, -1 when p is not a well-formed OK
+ * (then dst is untouched).
+ */
+int ok_untrack(uint8_t *dst, const uint8_t *p, size_t len);
+
 /* ---- responses ---- */
 
 enum resp_kind {
@@ -303,6 +317,7 @@ struct resp_tracker {
 	uint16_t warnings; /* the most any OK/EOF of the answer reported */
 	bool saw_err;
 	bool in_frag; /* inside a split packet: continuation fragments ignored */
+	bool ok_now;  /* the fragment fed last was a whole OK packet (last_ok) */
 	struct ok_pkt last_ok;
 	uint32_t stmt_id; /* RESP_PREPARE: the backend's statement id */
 	uint16_t prep_params, prep_ncols;

@@ -183,9 +183,10 @@ int queue_internal(struct bconn *b, const char *sql)
  */
 static int track_prologue(const struct client *c, struct bconn *b)
 {
-	/* before its login the connection's caps are not known yet: they will
-	 * be the client's, as far as the server has them (bconn_login) */
-	uint32_t caps = b->st == B_READY ? b->caps : c->caps;
+	/* before its login the connection's caps are not known yet: session
+	 * tracking is asked for always, and had where the server has it
+	 * (bconn_login) */
+	uint32_t caps = b->st == B_READY ? b->caps : c->caps | CAP_SESSION_TRACK;
 	bool state = !b->tracking_state && (caps & CAP_SESSION_TRACK);
 	bool gtid = !b->tracking_gtid && c->w->e->ryw_mode == RYW_GTID;
 	char q[160];
@@ -538,7 +539,7 @@ void route_decide(struct client *c, enum cls_token tok, uint32_t flags, enum cls
 	}
 	if (c->in_trans || c->autocommit_off || c->pin_writer || (flags & CLS_F_HINT_WRITER) ||
 	    ((e->ryw_mode == RYW_WINDOW ||
-	      (e->ryw_mode == RYW_GTID && !(c->caps & CAP_SESSION_TRACK))) &&
+	      (e->ryw_mode == RYW_GTID && c->gtid_blind)) &&
 	     now_ms() < c->ryw_until_ms))
 		return;
 	c->route = R_READER;
