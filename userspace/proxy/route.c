@@ -538,8 +538,7 @@ void route_decide(struct client *c, enum cls_token tok, uint32_t flags, enum cls
 		return;
 	}
 	if (c->in_trans || c->autocommit_off || c->pin_writer || (flags & CLS_F_HINT_WRITER) ||
-	    ((e->ryw_mode == RYW_WINDOW ||
-	      (e->ryw_mode == RYW_GTID && c->gtid_blind)) &&
+	    ((e->ryw_mode == RYW_WINDOW || (e->ryw_mode == RYW_GTID && c->gtid_blind)) &&
 	     now_ms() < c->ryw_until_ms))
 		return;
 	c->route = R_READER;
