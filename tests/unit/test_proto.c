@@ -387,7 +387,10 @@ START_TEST(untrack_ok)
 	memcpy(buf, "\x00\x00\x00\x02\x00\x00\x00", len);
 	ck_assert_int_eq(ok_untrack(buf, buf, len), (int)len);
 	/* malformed: an info length past the end */
-	memcpy(buf, "\x00\x00\x00\x02\x00\x00\x00\x09ab", 10);
+	memcpy(buf,
+	       "\x00\x00\x00\x02\x00\x00\x00\x09"
+	       "ab",
+	       10);
 	ck_assert_int_eq(ok_untrack(buf, buf, 10), -1);
 	ck_assert_int_eq(ok_untrack(buf, buf, 3), -1);
 }
