@@ -125,6 +125,36 @@ check_eq "a session without a schema never gets a pooled connection's schema" "N
 dbs=$(for i in 1 2 3; do mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp -N -B mysql -e "SELECT DATABASE()"; done | sort -u | tr '\n' ' ')
 check_eq "a session with a schema gets its own on a pooled connection" "mysql " "$dbs"
 
+# --- a write that left no state skips COM_RESET_CONNECTION too -----------------
+# The writer reports no session-state change for a plain INSERT or a committed
+# transaction, so the connection goes back as it is, with its prepared
+# statements; the next session must still see LAST_INSERT_ID() = 0 and no
+# warnings of the one before. Connect/statement/close, one at a time: the
+# writer's idle connection is the one the next session takes.
+r0=$(pool_fig resets) k0=$(pool_fig clean)
+for i in $(seq 1 10); do
+	p "INSERT INTO mux.k (v) VALUES ('nr$i')"
+	p "BEGIN; INSERT INTO mux.k (v) VALUES ('nt$i'); UPDATE mux.u SET a = a; COMMIT"
+done
+r1=$(pool_fig resets) k1=$(pool_fig clean)
+measured "20 sessions of a write (10 INSERTs, 10 transactions): parked without a reset +$((k1 - k0)), with one +$((r1 - r0))"
+check "writes and committed transactions went back to the pool without a reset ($((r1 - r0)) resets)" \
+	[ $((r1 - r0)) -le 2 -a $((k1 - k0)) -ge 18 ]
+lids=$(for i in 1 2 3 4 5; do p "SELECT LAST_INSERT_ID(), @@port"; done | sort -u | tr '\n' ' ')
+check_eq "a new session on such a connection has LAST_INSERT_ID() 0, not the last insert's" "0	$P1 " "$lids"
+out=$(p "INSERT INTO mux.k (v) VALUES ('lid-next'); SELECT LAST_INSERT_ID() = (SELECT MAX(id) FROM mux.k)")
+check_eq "and a session that inserts still gets its own" 1 "$out"
+# A write that left a warning is reset: the next session on the writer must
+# not see it (the warning is real: the writer shows it to a direct client).
+out=$(sql $P1 "INSERT IGNORE INTO mux.k (id, v) VALUES (1, 'dup'); SHOW WARNINGS" | wc -l)
+check_eq "INSERT IGNORE of a duplicate leaves a warning (direct)" 1 "$out"
+r0=$(pool_fig resets)
+p "INSERT IGNORE INTO mux.k (id, v) VALUES (1, 'dup')"
+sleep 0.3
+check "the connection of a write with a warning was reset" [ $(($(pool_fig resets) - r0)) -ge 1 ]
+out=$(p "/* mysteer:writer */ SHOW WARNINGS" | wc -l)
+check_eq "its warning does not reach the next session on the writer" 0 "$out"
+
 # --- state that lives on a connection is kept ---------------------------------
 # Other sessions keep the backends busy meanwhile, so a connection handed back
 # to the pool would be taken (and reset) by one of them.

@@ -377,11 +377,15 @@ static void on_answer_done(struct client *c, struct bconn *b)
 	if (ok && c->cur_kind == RESP_GENERIC)
 		b->trans_open = (st & SST_IN_TRANS) || !(st & SST_AUTOCOMMIT);
 	/* a session statement the history records (and would replay): its
-	 * effect is the history's, which pool_park can match */
-	if (b->trans_open || (!clean && !(c->cur_hist && ok && b->rt.warnings == 0)))
-		b->dirty = true;
-	else if (!clean)
-		b->hist_dirty = true;
+	 * effect is the history's, which pool_park can match; a plain write
+	 * or transaction statement leaves nothing once its transaction ends
+	 * (pool_park resets a connection whose transaction is open) */
+	if (!clean && !leaves_no_state(c, b)) {
+		if (c->cur_hist && ok && b->rt.warnings == 0)
+			b->hist_dirty = true;
+		else
+			b->dirty = true;
+	}
 	if (c->ro_trans && !c->trx_conn && ok)
 		c->trx_conn = b;
 	if (c->trx_conn == b) {

@@ -256,8 +256,10 @@ struct bconn {
 	bool gtid_wait, gtid_ok; /* a MASTER_GTID_WAIT holds the client's command back */
 	bool trans_open;         /* its last answer said: in a transaction or autocommit off */
 	bool keep;               /* holds session state the history cannot rebuild (keeps_state) */
-	bool dirty;              /* ran more than clean reads since its login or last reset */
-	char waited_gtid[64];    /* this replica is known to have applied it */
+	/* since its login or last reset, ran more than clean reads and
+	 * leaves_no_state() statements: reset when parked */
+	bool dirty;
+	char waited_gtid[64]; /* this replica is known to have applied it */
 	/* LAST_INSERT_ID() here may differ from the session's c->lid: an insert
 	 * ran (lid_held), a SELECT LAST_INSERT_ID() to learn it is in flight
 	 * (lid_fetch, its answer in lid_seen); lid_gen: the c->lid_gen this
@@ -265,6 +267,10 @@ struct bconn {
 	bool lid_held, lid_fetch, lid_seen_ok;
 	uint64_t lid_seen;
 	uint32_t lid_gen;
+	/* LAST_INSERT_ID() here may be non-zero (since the last reset); parked
+	 * without a reset, it is another session's (lid_foreign), which
+	 * lid_prologue replaces before the next session's first command */
+	bool lid_touched, lid_foreign;
 	/* only session history was replayed here, besides clean reads: no reset
 	 * needed to give it to a session with the same history (pool_park); in
 	 * the pool, that history (hist_img, from hist_image(); NULL: none) */
@@ -552,6 +558,7 @@ bool wait_older_elsewhere(struct worker *w, uint32_t id, uint64_t ticket);
 
 /* mux.c: when a session gives a connection back */
 bool keeps_state(const struct client *c, const struct bconn *b);
+bool leaves_no_state(const struct client *c, const struct bconn *b);
 bool state_pins(const struct client *c, const struct bconn *b);
 void mux_next(struct client *c);
 void mux_answered(struct client *c, struct bconn *b, bool clean);

@@ -92,6 +92,36 @@ bool state_pins(const struct client *c, const struct bconn *b)
 }
 
 /*
+ * Whether the statement just answered on a writer connection leaves nothing
+ * there that a reset would clear, once its transaction has ended: a plain
+ * read or DML statement, or BEGIN/COMMIT/ROLLBACK/SAVEPOINT, that succeeded
+ * without warnings (the next session's SHOW WARNINGS must not see them), on
+ * a connection with the proxy's state-change tracking on, and the server
+ * reported no change (a trigger's user variable or temporary table). Its
+ * LAST_INSERT_ID() is followed apart (lid_touched). Such a connection goes
+ * back to the pool without COM_RESET_CONNECTION, keeping its prepared
+ * statements; an open transaction is still reset (pool_park).
+ */
+bool leaves_no_state(const struct client *c, const struct bconn *b)
+{
+	if (!b->writer || b->rt.saw_err || b->rt.warnings || !c->cur_classified || c->cur_hist ||
+	    !b->state_tracked || b->state_changed || (c->cur_flags & STATEFUL_FLAGS))
+		return false;
+	switch (c->cur_reason) {
+	case CLS_R_SELECT:
+	case CLS_R_DML:
+	case CLS_R_LOCKING_READ:
+	case CLS_R_TRANSACTION:
+	case CLS_R_PREV_RESULT:
+		break;
+	default:
+		return false;
+	}
+	return c->cur_tok == CLS_READ || c->cur_tok == CLS_WRITE || c->cur_tok == CLS_BEGIN ||
+	       c->cur_tok == CLS_END;
+}
+
+/*
  * LAST_INSERT_ID() belongs to the connection and may be asked any time later
  * in the session, not only by the next statement. Rather than keeping the
  * writer connection an insert ran on to the end of the session, the proxy
@@ -117,7 +147,7 @@ void lid_note(const struct client *c, struct bconn *b)
 	    (c->cur_classified &&
 	     (c->cur_reason == CLS_R_WRITE_FUNCTION || c->cur_reason == CLS_R_CALL ||
 	      (c->cur_flags & CLS_F_PREV_STATE))))
-		b->lid_held = true;
+		b->lid_held = b->lid_touched = true;
 }
 
 /* Asks b for its LAST_INSERT_ID(); b stays with the session until the
@@ -183,18 +213,22 @@ bool lid_fetched(struct client *c, struct bconn *b)
 }
 
 /* Before a command on a writer connection that does not have the session's
- * LAST_INSERT_ID() (one from the pool): set it there, in the same batch. */
+ * LAST_INSERT_ID() (one from the pool), or on any connection parked
+ * without a reset holding another session's (lid_foreign): set it there,
+ * in the same batch. */
 int lid_prologue(const struct client *c, struct bconn *b)
 {
 	char q[64];
 
-	if (!b->writer || b->lid_held || b->lid_fetch || b->lid_gen == c->lid_gen)
+	if (b->lid_held || b->lid_fetch ||
+	    (!b->lid_foreign && (!b->writer || b->lid_gen == c->lid_gen)))
 		return 0;
 	snprintf(q, sizeof(q), "SET last_insert_id = %" PRIu64, c->lid);
 	if (queue_internal(b, q) < 0)
 		return -1;
 	b->lid_gen = c->lid_gen;
-	b->dirty = true;
+	b->lid_foreign = false;
+	b->lid_touched = c->lid != 0;
 	return 0;
 }
 

@@ -128,15 +128,11 @@ bool pool_park(struct client *c, struct bconn *b)
 		c->rconn = NULL;
 	ps_forget_conn(c, b);
 	b->c = NULL;
-	if (must_reset && buf_put_packet(&b->out, 0, reset, sizeof(reset)) < 0) {
-		bconn_free(b);
-		return false;
-	}
 	snprintf(b->pool_user, sizeof(b->pool_user), "%s", c->user);
 	b->pool_caps = c->caps;
 	b->pool_charset = c->charset;
 	b->hist_applied = 0; /* a clean connection never had the history replayed */
-	b->lid_gen = 0;      /* a reset sets LAST_INSERT_ID() to 0; a clean one never had it */
+	b->lid_gen = 0;
 	b->lid_held = false;
 	free(b->hist_img);
 	b->hist_img = NULL;
@@ -151,6 +147,15 @@ bool pool_park(struct client *c, struct bconn *b)
 			must_reset = true;
 		}
 	}
+	if (must_reset && buf_put_packet(&b->out, 0, reset, sizeof(reset)) < 0) {
+		bconn_free(b);
+		return false;
+	}
+	/* a reset sets LAST_INSERT_ID() to 0; without one, a non-zero value is
+	 * this session's, and lid_prologue replaces it for the next */
+	if (must_reset)
+		b->lid_touched = false;
+	b->lid_foreign = b->lid_touched;
 	if (must_reset) {
 		b->pool_has_db = c->db[0] != 0;
 		snprintf(b->schema, sizeof(b->schema), "%s", c->db);
