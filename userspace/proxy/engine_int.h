@@ -22,6 +22,7 @@
 
 #include "classify/classify.h"
 #include "common/log.h"
+#include "common/retry.h"
 #include "common/topology.h"
 #include "proxy/proxy.h"
 #include "proxy/routines.h"
@@ -140,13 +141,9 @@ struct bconn;
 
 /* A backend that refuses a warm login (a user it does not know, a password
  * it does not take, max_connections) would otherwise be asked again every
- * sweep by every worker: the next try waits delay_ms, doubling up to
+ * sweep by every worker: the next try waits SWEEP_MS, doubling up to
  * WARM_RETRY_MAX_MS, until a login succeeds. */
 #define WARM_RETRY_MAX_MS 10000
-struct warm_retry {
-	uint64_t due_ms;
-	uint32_t delay_ms;
-};
 
 struct client {
 	enum ev_type type; /* first: epoll data points here */
@@ -156,7 +153,7 @@ struct client {
 	 * backend that refused the last one */
 	bool ghost;
 	int *warming;
-	struct warm_retry *warm_retry;
+	struct retry *warm_retry;
 	struct worker *w;
 	int fd;
 	enum cstate st;

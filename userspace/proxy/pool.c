@@ -151,12 +151,8 @@ bool pool_park(struct client *c, struct bconn *b)
 		bconn_free(b);
 		return false;
 	}
-	/* a reset sets LAST_INSERT_ID() to 0; without one, a non-zero value is
-	 * this session's, and lid_prologue replaces it for the next */
-	if (must_reset)
-		b->lid_touched = false;
-	b->lid_foreign = b->lid_touched;
 	if (must_reset) {
+		b->lid_touched = b->lid_foreign = false; /* the reset sets LAST_INSERT_ID() to 0 */
 		b->pool_has_db = c->db[0] != 0;
 		snprintf(b->schema, sizeof(b->schema), "%s", c->db);
 		bc_clear(b, false); /* the reset closes its prepared statements */
@@ -172,7 +168,10 @@ bool pool_park(struct client *c, struct bconn *b)
 		b->resetting = true;
 	} else {
 		/* the login schema, or the COM_INIT_DB to it that pool_take sent;
-		 * last_gtid tracking, the proxy's own, stays on */
+		 * last_gtid tracking, the proxy's own, stays on; a non-zero
+		 * LAST_INSERT_ID() is this session's, which lid_prologue replaces
+		 * for the next */
+		b->lid_foreign = b->lid_touched;
 		b->pool_has_db = c->db0[0] != 0;
 		b->idle_since = now_ms();
 	}
@@ -415,7 +414,7 @@ void warm_park(struct bconn *b)
 	if (b->backend_id < PROXY_MAX_IDS) {
 		g->warming[b->backend_id]--;
 		atomic_fetch_sub(&w->e->be_warming[b->backend_id], 1);
-		g->warm_retry[b->backend_id].delay_ms = 0;
+		retry_ok(&g->warm_retry[b->backend_id]);
 	}
 	warm_unlink(b);
 	b->c = NULL;
@@ -505,17 +504,13 @@ struct bconn *conn_get(struct client *c, const struct topo_backend *be, bool wri
  * waits, twice as long as the last wait, up to WARM_RETRY_MAX_MS. */
 void warm_failed(struct bconn *b)
 {
-	struct warm_retry *r;
+	uint32_t pause;
 
 	if (!b->c || !b->c->ghost || b->backend_id >= PROXY_MAX_IDS)
 		return;
-	r = &b->c->warm_retry[b->backend_id];
-	r->delay_ms = r->delay_ms ? r->delay_ms * 2 : SWEEP_MS;
-	if (r->delay_ms > WARM_RETRY_MAX_MS)
-		r->delay_ms = WARM_RETRY_MAX_MS;
-	r->due_ms = now_ms() + r->delay_ms;
-	log_info("proxy: warm logins of %s to %s pause for %u ms", b->c->user, b->name,
-	         r->delay_ms);
+	pause =
+	    retry_failed(&b->c->warm_retry[b->backend_id], now_ms(), SWEEP_MS, WARM_RETRY_MAX_MS);
+	log_info("proxy: warm logins of %s to %s pause for %u ms", b->c->user, b->name, pause);
 }
 
 /* Opens what pool_min_idle asks for: per usable backend and user with a
@@ -541,7 +536,7 @@ void pool_warm(struct worker *w)
 		for (size_t g = 0; g < w->nghosts; g++) {
 			struct client *gh = &w->ghosts[g];
 			int have = pool_count_user(w, be->id, gh->user) + gh->warming[be->id];
-			if (gh->warm_retry[be->id].delay_ms && now < gh->warm_retry[be->id].due_ms)
+			if (!retry_due(&gh->warm_retry[be->id], now))
 				continue;
 			for (; have < min; have++) {
 				bool full;

@@ -722,16 +722,16 @@ int ok_drop_sysvar(uint8_t *dst, const uint8_t *p, size_t len, uint32_t caps, co
 int ok_untrack(uint8_t *dst, const uint8_t *p, size_t len)
 {
 	struct ok_pkt ok;
-	size_t off;
+	size_t status, end;
 
 	if (len > INT32_MAX || ok_parse(p, len, CAP_PROTOCOL_41 | CAP_SESSION_TRACK, &ok) < 0)
 		return -1;
-	off = ok_status_off(p, len) + 4; /* status and warnings */
-	if (ok.info_len > 0)
-		off = (size_t)(ok.info + ok.info_len - p); /* and the info, as it is */
-	memmove(dst, p, off);
-	dst[ok_status_off(p, len) + 1] &= (uint8_t) ~(SST_SESSION_STATE_CHANGED >> 8);
-	return (int)off;
+	status = ok_status_off(p, len);
+	/* up to the warnings, and the info as it is when there is one */
+	end = ok.info_len > 0 ? (size_t)(ok.info + ok.info_len - p) : status + 4;
+	memmove(dst, p, end);
+	dst[status + 1] &= (uint8_t) ~(SST_SESSION_STATE_CHANGED >> 8);
+	return (int)end;
 }
 
 /* ---- responses ---- */

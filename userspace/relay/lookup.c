@@ -31,6 +31,7 @@
 
 #include "common/evloop.h"
 #include "common/log.h"
+#include "common/retry.h"
 #include "common/testenv.h"
 #include "maps/errlisten.h"
 #include "maps/maps.h"
@@ -49,9 +50,8 @@ struct slot {
 	uint64_t cookie; /* of the socket we put there */
 	bool v4;         /* handoff: the server's socket is IPv4-only */
 	/* handoff: a failed search for the server's listener is not repeated
-	 * before next_try_ms (mono_ms), backing off to HANDOFF_RETRY_MAX_MS */
-	uint64_t next_try_ms;
-	uint32_t backoff_ms;
+	 * before its retry is due (mono_ms), backing off to HANDOFF_RETRY_MAX_MS */
+	struct retry search;
 };
 
 /* A search for a server's listener reads /proc/net/tcp and, when it finds
@@ -91,7 +91,7 @@ static struct {
 /* Whether a search for the listener of slot s on port (| V6KEY) may run now. */
 static bool handoff_due(const struct slot *s, uint32_t port)
 {
-	if (mono_ms() < s->next_try_ms)
+	if (!retry_due(&s->search, mono_ms()))
 		return false;
 	for (size_t i = 0; i < S.nfailed; i++)
 		if (S.failed_ports[i] == port)
@@ -105,14 +105,10 @@ static void handoff_tried(struct slot *s, uint32_t port, bool ok)
 	uint32_t first = S.d->cfg->interval_ms ? S.d->cfg->interval_ms : 200;
 
 	if (ok) {
-		s->backoff_ms = 0;
-		s->next_try_ms = 0;
+		retry_ok(&s->search);
 		return;
 	}
-	s->backoff_ms = s->backoff_ms ? s->backoff_ms * 2 : first;
-	if (s->backoff_ms > HANDOFF_RETRY_MAX_MS)
-		s->backoff_ms = HANDOFF_RETRY_MAX_MS;
-	s->next_try_ms = mono_ms() + s->backoff_ms;
+	retry_failed(&s->search, mono_ms(), first, HANDOFF_RETRY_MAX_MS);
 	if (S.nfailed < sizeof(S.failed_ports) / sizeof(S.failed_ports[0]))
 		S.failed_ports[S.nfailed++] = port;
 }
