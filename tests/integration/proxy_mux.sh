@@ -18,6 +18,11 @@ pool_min_idle = 0
 pool_idle_timeout_ms = 2000" itest_write_config "$T/mysteer.conf"
 itest_daemon_start "$T/mysteer.conf" || { itest_done; exit 1; }
 
+# top -H and perf tell the workers apart by name (workers = 2 above).
+comms=$(cat /proc/"$ITEST_DAEMON_PID"/task/*/comm | sort | tr '\n' ' ')
+check "the proxy's 2 workers are threads named mysteer-proxy0/1 ($comms)" \
+	test "$(grep -ow 'mysteer-proxy[0-9]*' <<<"$comms" | tr '\n' ' ')" = "mysteer-proxy0 mysteer-proxy1 "
+
 p() { mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp --connect-timeout=5 -N -B -e "$1"; }
 apps() { sql_root "$1" "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER='app'"; }
 replica_apps() { echo $(($(apps $P2) + $(apps $P3))); }

@@ -117,6 +117,8 @@ check "relay: the server sees the relay's address ($host)" [ "${host%:*}" = 127.
 check_eq "relay over IPv6: 6446 lands on the writer" "$P1" "$(TO=$RTR6 cli_sql 6446 'SELECT @@port')"
 check "relay: 6447 lands on a reader" \
 	grep -qxE "$P2|$P3" <<<"$(cli_sql 6447 'SELECT @@port')"
+comms=$(cat /proc/"$ITEST_DAEMON_PID"/task/*/comm | sort | tr '\n' ' ')
+check "relay: its thread is named mysteer-relay0 ($comms)" grep -qw mysteer-relay0 <<<"$comms"
 
 # 50 MB result set: 51200 rows of ~1 KB, generated on the writer.
 sql "$P1" "CREATE DATABASE IF NOT EXISTS lt; DROP TABLE IF EXISTS lt.t, lt.t2;

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "common/testenv.h"
+#include "common/thread.h"
 
 static void reap(struct worker *w)
 {
@@ -332,6 +333,7 @@ struct proxy_engine *proxy_engine_start(const struct config *cfg, const char *ad
 			proxy_engine_stop(e);
 			return NULL;
 		}
+		thread_name(w->th, "mysteer-proxy%d", i);
 		w->started = true;
 	}
 	log_info("proxy: listening on [%s]:%u with %d worker(s)", addr, port, n);

@@ -7,6 +7,7 @@
  * number: a worker compares one relaxed atomic per statement and takes the new
  * snapshot under the mutex only when the generation moved.
  */
+#define _GNU_SOURCE /* pthread_setname_np */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -20,6 +21,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "common/thread.h"
 #include "common/topology.h"
 #include "proxy/routines.h"
 
@@ -320,6 +322,7 @@ struct proxy_routines *rt_loader_start(const char *user, const char *password, u
 		log_warn("routines: cannot start the loader thread");
 		return p; /* no table: routines classify as without one */
 	}
+	thread_name(p->th, "mysteer-routine");
 	p->started = true;
 	return p;
 }

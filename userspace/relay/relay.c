@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/thread.h"
 
 #define RELAY_BUF    (256 * 1024)
 #define RELAY_PIPE   (1024 * 1024)
@@ -711,7 +712,7 @@ static void *relay_thread(void *arg)
 	return NULL;
 }
 
-static struct relay *relay_new_one(enum relay_mode mode, char *err, size_t errlen)
+static struct relay *relay_new_one(enum relay_mode mode, unsigned idx, char *err, size_t errlen)
 {
 	struct relay *r = calloc(1, sizeof(*r));
 
@@ -739,6 +740,7 @@ static struct relay *relay_new_one(enum relay_mode mode, char *err, size_t errle
 		snprintf(err, errlen, "relay: thread: %s", strerror(rc));
 		goto fail;
 	}
+	thread_name(r->thread, "mysteer-relay%u", idx);
 	r->running = true;
 	return r;
 fail:
@@ -761,7 +763,7 @@ struct relay *relay_new(enum relay_mode mode, unsigned threads, char *err, size_
 {
 	if (threads == 0)
 		threads = relay_default_threads();
-	struct relay *r = relay_new_one(mode, err, errlen);
+	struct relay *r = relay_new_one(mode, 0, err, errlen);
 	if (!r || threads == 1)
 		return r;
 	r->shards = calloc(threads - 1, sizeof(*r->shards));
@@ -771,7 +773,7 @@ struct relay *relay_new(enum relay_mode mode, unsigned threads, char *err, size_
 		return NULL;
 	}
 	for (; r->nshards < threads - 1; r->nshards++) {
-		r->shards[r->nshards] = relay_new_one(mode, err, errlen);
+		r->shards[r->nshards] = relay_new_one(mode, (unsigned)r->nshards + 1, err, errlen);
 		if (!r->shards[r->nshards]) {
 			relay_free(r);
 			return NULL;

@@ -17,6 +17,7 @@
 
 #include "common/evloop.h"
 #include "common/log.h"
+#include "common/thread.h"
 
 struct req {
 	struct req *next;
@@ -276,6 +277,7 @@ static int grow_pool(struct shared *sh)
 			         strerror(rc));
 		return sh->nthreads > 0 ? 0 : -1;
 	}
+	thread_name(sh->tid[sh->nthreads], "mysteer-dns%d", sh->nthreads);
 	sh->nthreads++;
 	sh->nfree++;
 	return 0;
