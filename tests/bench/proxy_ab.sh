@@ -4,11 +4,14 @@
 # integration tests' lib.sh: private network and mount namespaces, stopped at
 # exit), sysbench on 8 threads through 6450, and per round the QPS, the p99
 # of an event and the CPU (clock ticks) of every mysteerd thread that used
-# more than 0.2 s, by thread name. Run it alternately with the settings to
+# more than 0.2 s, by thread name, and how many sessions read from each
+# backend halfway through. Run it alternately with the settings to
 # compare; it asserts nothing.
 #
 #   AB_PROXY_EXTRA   lines for [proxy] (e.g. "workers = 1")
+#   AB_STEER_EXTRA   lines for [steer] (e.g. "reader_policy = least_conn")
 #   AB_NICE          renice every mysteerd thread to this after start
+#   AB_CTL           a mysteerctl command to run first (e.g. "disable db3")
 #   AB_WORKLOAD      oltp_read_only (default, with --skip_trx=on) or oltp_point_select
 #   AB_ROUNDS, AB_SECS   rounds (default 3) of AB_SECS seconds (default 4)
 #
@@ -16,7 +19,8 @@
 . "$(dirname "$0")/../integration/lib.sh"
 itest_init proxy_ab
 itest_sandbox_up
-ITEST_LOG_LEVEL=warn ITEST_PROXY_EXTRA="${AB_PROXY_EXTRA:-}" itest_write_config "$T/mysteer.conf"
+ITEST_LOG_LEVEL=warn ITEST_PROXY_EXTRA="${AB_PROXY_EXTRA:-}" ITEST_STEER_EXTRA="${AB_STEER_EXTRA:-}" \
+	itest_write_config "$T/mysteer.conf"
 itest_daemon_start "$T/mysteer.conf" || exit 1
 
 sb_args=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-user=app --mysql-password=app
@@ -24,6 +28,11 @@ sb_args=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-user=app --mysql-passw
 sql "$P1" "CREATE DATABASE IF NOT EXISTS sbtest" || exit 1
 sysbench oltp_read_only "${sb_args[@]}" --mysql-port="$P1" prepare >/dev/null || exit 1
 wait_until 10 test "$(sql "$P3" 'SELECT COUNT(*) FROM sbtest.sbtest4')" = 10000 >/dev/null
+if [ -n "${AB_CTL:-}" ]; then
+	# shellcheck disable=SC2086 # a mysteerctl command line, split on purpose
+	ctl $AB_CTL || exit 1
+	sleep 1
+fi
 if [ -n "${AB_NICE:-}" ]; then
 	for t in /proc/"$ITEST_DAEMON_PID"/task/*; do renice -n "$AB_NICE" -p "${t##*/}" >/dev/null; done
 fi
@@ -36,6 +45,9 @@ threads_cpu() { # "name ticks" of every mysteerd thread, by tid
 }
 for r in $(seq "${AB_ROUNDS:-3}"); do
 	threads_cpu >"$T/before"
+	# sessions reading from each backend, halfway through the run
+	(sleep $((${AB_SECS:-4} / 2)) && ctl --json status >"$T/mid.json") &
+	mid=$!
 	out=$(sysbench "${AB_WORKLOAD:-oltp_read_only}" "${sb_args[@]}" --mysql-port=6450 --threads=8 \
 		--time="${AB_SECS:-4}" --percentile=99 --report-interval=0 --rand-type=uniform \
 		--skip_trx=on run 2>&1)
@@ -43,6 +55,10 @@ for r in $(seq "${AB_ROUNDS:-3}"); do
 	qps=$(awk '/queries:/ {gsub(/\(/, "", $3); print $3}' <<<"$out")
 	p99=$(awk '/99th percentile:/ {print $3}' <<<"$out")
 	cpu=$(join "$T/before" "$T/after" | awk '$5 - $3 > 20 {printf "%s=%d ", $2, $5 - $3}')
-	echo "round $r qps=$qps p99_ms=$p99 thread_ticks: $cpu"
+	wait "$mid"
+	readers=$(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))["pool"]
+print("/".join(str(d[n]["readers"]) for n in sorted(d)))' "$T/mid.json")
+	echo "round $r qps=$qps p99_ms=$p99 readers(db1/db2/db3)=$readers thread_ticks: $cpu"
 done
 itest_done

@@ -5,7 +5,8 @@
 # state lives on its connection keeps it (temporary table, @v assigned by
 # query, an open transaction, SHOW WARNINGS and ROW_COUNT() right after the
 # statement they ask about) while other sessions come and go on the same
-# backends; LAST_INSERT_ID() follows the session without keeping anything.
+# backends; LAST_INSERT_ID() follows the session without keeping anything;
+# reader_policy = least_conn spreads long-lived sessions evenly.
 . "$(dirname "$0")/lib.sh"
 itest_init proxy_mux
 itest_sandbox_up
@@ -321,6 +322,27 @@ for i in $(seq 1 10); do
 	case "$out" in "1 "*"mux.t1' doesn't exist"*) ;; *) leaks=$((leaks + 1)); echo "# leak: $out" ;; esac
 done
 check_eq "no temporary table or variable leaks into other sessions" 0 "$leaks"
+# --- reader_policy = least_conn: long-lived sessions spread evenly ------------
+# A session keeps its reader for its life; with weighted random, 8 sessions
+# often land 6/2 or worse. least_conn counts the sessions reading from each
+# replica (the pool's "readers") and gives a new one the least loaded.
+sed -i 's/^\[steer\]$/[steer]\nreader_policy = least_conn/' "$T/mysteer.conf"
+check "reload with reader_policy = least_conn" ctl reload
+for i in $(seq 1 8); do
+	held "$T/lc$i.out" 4 "SELECT @@port" &
+	lc_pids+=($!)
+	wait_until 8 bash -c "[ -s $T/lc$i.out ]" >/dev/null
+done
+readers=$(status_json | json_get "' '.join(str(d['pool'][n]['readers']) for n in ('db2', 'db3'))")
+measured "8 held sessions, sessions reading from db2 db3: $readers"
+check_eq "least_conn: 8 sessions, 4 reading from each replica (status readers)" "4 4" "$readers"
+check_eq "least_conn: the sessions' own @@port, 4 on each replica" "4 $P2 4 $P3" \
+	"$(cat "$T"/lc?.out | sort | uniq -c | awk '{printf "%s%s %s", (NR > 1 ? " " : ""), $1, $2}')"
+wait "${lc_pids[@]}"
+wait_until 5 test "$(status_json | json_get "d['pool']['db2']['readers'] + d['pool']['db3']['readers']")" = 0 >/dev/null
+check_eq "sessions that ended read from no replica any more" 0 \
+	"$(status_json | json_get "d['pool']['db2']['readers'] + d['pool']['db3']['readers']")"
+
 check "mysteerd still runs" kill -0 "$ITEST_DAEMON_PID"
 itest_daemon_stop
 itest_done

@@ -62,7 +62,7 @@ check "mysteerctl status prints a pool section" grep -q "^POOL *IDLE *IN_USE *OP
 table_idle_matches() {
 	local out json
 	out=$(ctl status) json=$(pool idle)
-	echo "$out" | awk -v want="$json" '/^POOL/{f=1;next} f&&NF==10{s+=$2} END{exit !(s==want)}'
+	echo "$out" | awk -v want="$json" '/^POOL/{f=1;next} f&&NF==11{s+=$2} END{exit !(s==want)}'
 }
 check "the pool section has a row per backend with the idle count" wait_until 5 table_idle_matches
 itest_daemon_stop

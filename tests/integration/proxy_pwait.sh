@@ -157,8 +157,8 @@ check_eq "waits counted the timed-out and the abandoned session" 2 $(($(db1 wait
 
 out=$(ctl status)
 echo "$out" | sed -n '/^POOL/,$p' | sed 's/^/# /'
-check "mysteerctl status prints OPEN MAX WAITING WAITS TIMEOUTS in the POOL table" \
-	grep -q "^POOL *IDLE *IN_USE *OPENED *REUSED *OPEN *MAX *WAITING *WAITS *TIMEOUTS" <<<"$out"
+check "mysteerctl status prints OPEN MAX WAITING WAITS TIMEOUTS READERS in the POOL table" \
+	grep -q "^POOL *IDLE *IN_USE *OPENED *REUSED *OPEN *MAX *WAITING *WAITS *TIMEOUTS *READERS" <<<"$out"
 check "the db1 row shows max $CAP and 1 timeout" \
 	bash -c "echo \"\$1\" | awk '/^POOL/{f=1;next} f&&\$1==\"db1\"{n=1; ok=(\$7==$CAP && \$10==1)} END{exit !(n&&ok)}'" _ "$out"
 check "a write through 6450 goes through after the waits" p "INSERT INTO pw.t (c) VALUES (5)"

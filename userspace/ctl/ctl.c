@@ -600,7 +600,7 @@ static void print_routes(json_object *st, FILE *out)
 static void print_pool(json_object *st, FILE *out)
 {
 	json_object *pool;
-	struct table t = {.cols = 10};
+	struct table t = {.cols = 11};
 	size_t n, r = 1;
 
 	if (!json_object_object_get_ex(st, "pool", &pool) ||
@@ -620,6 +620,7 @@ static void print_pool(json_object *st, FILE *out)
 	cell(&t, 0, 7, "WAITING");
 	cell(&t, 0, 8, "WAITS");
 	cell(&t, 0, 9, "TIMEOUTS");
+	cell(&t, 0, 10, "READERS");
 	json_object_object_foreach(pool, name, o)
 	{
 		if (r > n)
@@ -634,6 +635,7 @@ static void print_pool(json_object *st, FILE *out)
 		jnum(t.cells[r][7], sizeof(t.cells[0][7]), o, "waiting", "%d", "");
 		jnum(t.cells[r][8], sizeof(t.cells[0][8]), o, "waits", "%d", "");
 		jnum(t.cells[r][9], sizeof(t.cells[0][9]), o, "wait_timeouts", "%d", "");
+		jnum(t.cells[r][10], sizeof(t.cells[0][10]), o, "readers", "%d", "");
 		r++;
 	}
 	t.rows = r;

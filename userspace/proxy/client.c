@@ -642,6 +642,7 @@ void client_close(struct client *c)
 	if (c->dead)
 		return;
 	wait_dequeue(c);
+	reader_release(c);
 	if (c->wconn)
 		pool_park(c, c->wconn);
 	if (c->rconn)

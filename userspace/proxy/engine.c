@@ -224,6 +224,7 @@ void proxy_engine_reload(struct proxy_engine *e, const struct config *cfg)
 	atomic_store(&e->pool_idle_ms, cfg->pool_idle_timeout_ms);
 	atomic_store(&e->pool_min_idle, cfg->pool_min_idle);
 	atomic_store(&e->trust_routines, cfg->trust_routine_characteristics);
+	atomic_store(&e->least_conn, cfg->reader_policy == READER_POLICY_LEAST_CONN);
 }
 
 void proxy_engine_stop(struct proxy_engine *e)
@@ -396,5 +397,6 @@ void proxy_engine_pool(struct proxy_engine *e, uint32_t id, struct proxy_pool_st
 	ps->max = atomic_load(&e->pool_max);
 	ps->waiting = atomic_load(&e->be_waiting[id]);
 	ps->waits = atomic_load(&e->be_waits[id]);
+	ps->readers = atomic_load(&e->be_readers[id]);
 	ps->wait_timeouts = atomic_load(&e->be_wait_timeouts[id]);
 }

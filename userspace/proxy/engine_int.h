@@ -341,6 +341,10 @@ struct proxy_engine {
 	_Atomic uint64_t wait_tickets;
 	_Atomic uint32_t next_conn_id;
 	_Atomic bool trust_routines;
+	/* reader_policy = least_conn: a session's reader is the one with the
+	 * fewest sessions reading there per unit of weight (be_readers) */
+	_Atomic bool least_conn;
+	_Atomic int be_readers[PROXY_MAX_IDS]; /* sessions whose reader it is */
 	struct proxy_routines *routines;
 };
 
@@ -592,6 +596,8 @@ void route_classify(struct client *c, const uint8_t *sql, size_t len, struct cls
 void route_decide(struct client *c, enum cls_token tok, uint32_t flags, enum cls_reason reason,
                   bool is_ps);
 void route_decide_query(struct client *c, const uint8_t *sql, size_t len);
+/* The session ends: its reader counts one session less (be_readers). */
+void reader_release(struct client *c);
 
 /* client.c: client sessions */
 void client_close(struct client *c);

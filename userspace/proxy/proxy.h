@@ -24,7 +24,7 @@ struct proxy_engine;
  * Copies what it needs from cfg (users, limits). NULL with err on failure. */
 struct proxy_engine *proxy_engine_start(const struct config *cfg, const char *addr, uint16_t port,
                                         char *err, size_t errlen);
-/* Applies the reloadable keys (read_your_writes*, pool_*). */
+/* Applies the reloadable keys (read_your_writes*, pool_*, reader_policy). */
 void proxy_engine_reload(struct proxy_engine *e, const struct config *cfg);
 void proxy_engine_stop(struct proxy_engine *e);
 /* Adds the proxy's backend connections to a backend's counters: active now,
@@ -48,6 +48,7 @@ struct proxy_pool_stats {
 	int waiting;     /* sessions waiting now for a connection (open == max) */
 	uint64_t waits;  /* sessions that had to wait, since start */
 	uint64_t wait_timeouts; /* waits that ended with an ERR */
+	int readers;            /* client sessions whose reader it is now */
 };
 /* Pool figures of one backend id, summed over the workers. Thread-safe. */
 void proxy_engine_pool(struct proxy_engine *e, uint32_t id, struct proxy_pool_stats *ps);

@@ -15,6 +15,66 @@
 #include <stdlib.h>
 #include <string.h>
 
+static int readers_of(const struct proxy_engine *e, uint32_t id)
+{
+	return id < PROXY_MAX_IDS ? atomic_load(&e->be_readers[id]) : 0;
+}
+
+/* The session now reads from id: be_readers follows, for least_conn and
+ * `mysteerctl status`. */
+static void reader_assign(struct client *c, uint32_t id)
+{
+	struct proxy_engine *e = c->w->e;
+
+	if (c->has_sticky_reader && c->sticky_reader < PROXY_MAX_IDS)
+		atomic_fetch_sub(&e->be_readers[c->sticky_reader], 1);
+	if (id < PROXY_MAX_IDS)
+		atomic_fetch_add(&e->be_readers[id], 1);
+	c->sticky_reader = id;
+	c->has_sticky_reader = true;
+}
+
+void reader_release(struct client *c)
+{
+	if (c->has_sticky_reader && c->sticky_reader < PROXY_MAX_IDS)
+		atomic_fetch_sub(&c->w->e->be_readers[c->sticky_reader], 1);
+	c->has_sticky_reader = false;
+}
+
+/*
+ * least_conn: the candidate where one more session makes the fewest per
+ * unit of weight, (readers + 1) / weight, ties broken at random. A session
+ * keeps its reader for its life, so a weighted random pick over a handful
+ * of long-lived sessions (an application's connection pool) often leaves
+ * one replica with most of them; counting sessions spreads them as the
+ * weights say.
+ */
+static size_t least_loaded(struct client *c, const struct topology *t, const int *idx, size_t n)
+{
+	size_t best = 0;
+	uint64_t best_load = 0, best_weight = 1;
+	unsigned ties = 1; /* candidates as good as best so far: each kept with 1/ties */
+
+	for (size_t i = 0; i < n; i++) {
+		const struct topo_backend *b = &t->backends[idx[i]];
+		uint64_t load = (uint64_t)readers_of(c->w->e, b->id) + 1,
+		         weight = (uint64_t)b->weight;
+		if (i > 0) {
+			uint64_t mine = load * best_weight, theirs = best_load * weight;
+			if (mine > theirs)
+				continue;
+			if (mine == theirs && rand_r(&c->w->rnd) % ++ties != 0)
+				continue;
+			if (mine < theirs)
+				ties = 1;
+		}
+		best = i;
+		best_load = load;
+		best_weight = weight;
+	}
+	return best;
+}
+
 static const struct topo_backend *pick_reader(struct client *c, const struct topology *t)
 {
 	int idx[64], total = 0, r;
@@ -34,17 +94,20 @@ static const struct topo_backend *pick_reader(struct client *c, const struct top
 	for (size_t i = 0; c->has_sticky_reader && i < n; i++)
 		if (t->backends[idx[i]].id == c->sticky_reader)
 			return &t->backends[idx[i]];
-	r = (int)(rand_r(&c->w->rnd) % (unsigned)total);
 	size_t pick = n - 1;
-	for (size_t i = 0; i < n; i++) {
-		r -= t->backends[idx[i]].weight;
-		if (r < 0) {
-			pick = i;
-			break;
+	if (atomic_load(&c->w->e->least_conn)) {
+		pick = least_loaded(c, t, idx, n);
+	} else {
+		r = (int)(rand_r(&c->w->rnd) % (unsigned)total);
+		for (size_t i = 0; i < n; i++) {
+			r -= t->backends[idx[i]].weight;
+			if (r < 0) {
+				pick = i;
+				break;
+			}
 		}
 	}
-	c->sticky_reader = t->backends[idx[pick]].id;
-	c->has_sticky_reader = true;
+	reader_assign(c, t->backends[idx[pick]].id);
 	return &t->backends[idx[pick]];
 }
 

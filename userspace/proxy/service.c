@@ -55,7 +55,7 @@ static void proxy_counters_reset(uint32_t backend_id)
 }
 
 /* "pool": {"NAME": {"idle", "in_use", "opened", "reused", "resets",
- * "clean", "open", "max", "waiting", "waits", "wait_timeouts"}} per backend
+ * "clean", "open", "max", "waiting", "waits", "wait_timeouts", "readers"}} per backend
  * of the topology now. */
 static void pool_status(struct json_object *root)
 {
@@ -83,6 +83,7 @@ static void pool_status(struct json_object *root)
 		json_object_object_add(o, "waits", json_object_new_int64((int64_t)ps.waits));
 		json_object_object_add(o, "wait_timeouts",
 		                       json_object_new_int64((int64_t)ps.wait_timeouts));
+		json_object_object_add(o, "readers", json_object_new_int(ps.readers));
 		json_object_object_add(pool, t->backends[i].name, o);
 	}
 	topo_put(t);
