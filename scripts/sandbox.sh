@@ -8,7 +8,8 @@
 # starts read_only=1; only `up` (for the primary) and `promote` clear it, as a
 # failover tool would. Data lives in SANDBOX_DIR; `down` stops the servers of
 # this SANDBOX_DIR by PID (never by name: other sandboxes may run) and removes
-# the data unless SANDBOX_KEEP=1.
+# the data unless SANDBOX_KEEP=1. Each server runs in a session of its own
+# unless SANDBOX_SETSID=0 (see start_server).
 #
 # The first `up` on a machine initializes one template data directory (users
 # and grants included) and every later `up` copies it, which turns the three
@@ -120,7 +121,14 @@ start_server() { # port
 	[ -d "$d/data" ] || die "no data for $p in $DIR (run: sandbox.sh up)"
 	rm -f "$(pidfile "$p")" "$(sock "$p")"
 	# read_only=1 always: only `up` (primary) and `promote` clear it.
-	setsid "$MARIADBD" --no-defaults --user=root \
+	# A session of its own (setsid) by default; SANDBOX_SETSID=0 keeps the
+	# caller's. With the kernel's autogroup scheduling every session is a
+	# group with an equal share of the CPU, so this decides whether the
+	# servers are scheduled apart from the clients and routers beside them
+	# (docs/BENCHMARKS.md, "6450 proxy: the ro8 tail").
+	local launcher=(setsid)
+	[ "${SANDBOX_SETSID:-1}" = 0 ] && launcher=()
+	"${launcher[@]}" "$MARIADBD" --no-defaults --user=root \
 		--datadir="$d/data" --socket="$(sock "$p")" --pid-file="$(pidfile "$p")" \
 		--log-error="$d/mysqld.err" --port="$p" --bind-address='*' \
 		--server-id="$p" --log-bin="$d/data/binlog" --log-slave-updates=1 \
