@@ -270,7 +270,8 @@ static const char status_json[] =
     "{\"name\":\"split\",\"port\":6450,\"role\":\"split\",\"targets\":[\"db1\",\"db2\"]},"
     "{\"name\":\"ro\",\"port\":6447,\"role\":\"reader\",\"targets\":[]}],"
     "\"pool\":{\"db1\":{\"idle\":0,\"in_use\":2,\"opened\":9,\"reused\":40,\"resets\":3,"
-    "\"clean\":30,\"open\":2,\"max\":2,\"waiting\":3,\"waits\":17,\"wait_timeouts\":1}}}";
+    "\"clean\":30,\"open\":2,\"max\":2,\"waiting\":3,\"waits\":17,\"wait_timeouts\":1,"
+    "\"readers\":5}}}";
 
 START_TEST(test_status_table)
 {
@@ -297,9 +298,9 @@ START_TEST(test_status_table)
 	ck_assert_msg(strstr(text, "split  6450  split   db1,db2\n"), "%s", text);
 	ck_assert_msg(strstr(text, "ro     6447  reader  -\n"), "%s", text);
 	ck_assert_msg(strstr(text, "POOL  IDLE  IN_USE  OPENED  REUSED  OPEN  MAX  WAITING  WAITS  "
-	                           "TIMEOUTS\n"
+	                           "TIMEOUTS  READERS\n"
 	                           "db1   0     2       9       40      2     2    3        17     "
-	                           "1\n"),
+	                           "1         5\n"),
 	              "%s", text);
 	free(text);
 	json_object_put(st);
