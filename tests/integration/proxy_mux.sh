@@ -339,9 +339,10 @@ check_eq "least_conn: 8 sessions, 4 reading from each replica (status readers)" 
 check_eq "least_conn: the sessions' own @@port, 4 on each replica" "4 $P2 4 $P3" \
 	"$(cat "$T"/lc?.out | sort | uniq -c | awk '{printf "%s%s %s", (NR > 1 ? " " : ""), $1, $2}')"
 wait "${lc_pids[@]}"
-wait_until 5 test "$(status_json | json_get "d['pool']['db2']['readers'] + d['pool']['db3']['readers']")" = 0 >/dev/null
-check_eq "sessions that ended read from no replica any more" 0 \
-	"$(status_json | json_get "d['pool']['db2']['readers'] + d['pool']['db3']['readers']")"
+readers_left() { status_json | json_get "d['pool']['db2']['readers'] + d['pool']['db3']['readers']"; }
+no_readers_left() { [ "$(readers_left)" = 0 ]; }
+wait_until 5 no_readers_left >/dev/null
+check_eq "sessions that ended read from no replica any more" 0 "$(readers_left)"
 
 check "mysteerd still runs" kill -0 "$ITEST_DAEMON_PID"
 itest_daemon_stop

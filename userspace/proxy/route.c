@@ -20,25 +20,22 @@ static int readers_of(const struct proxy_engine *e, uint32_t id)
 	return id < PROXY_MAX_IDS ? atomic_load(&e->be_readers[id]) : 0;
 }
 
-/* The session now reads from id: be_readers follows, for least_conn and
- * `mysteerctl status`. */
-static void reader_assign(struct client *c, uint32_t id)
-{
-	struct proxy_engine *e = c->w->e;
-
-	if (c->has_sticky_reader && c->sticky_reader < PROXY_MAX_IDS)
-		atomic_fetch_sub(&e->be_readers[c->sticky_reader], 1);
-	if (id < PROXY_MAX_IDS)
-		atomic_fetch_add(&e->be_readers[id], 1);
-	c->sticky_reader = id;
-	c->has_sticky_reader = true;
-}
-
 void reader_release(struct client *c)
 {
 	if (c->has_sticky_reader && c->sticky_reader < PROXY_MAX_IDS)
 		atomic_fetch_sub(&c->w->e->be_readers[c->sticky_reader], 1);
 	c->has_sticky_reader = false;
+}
+
+/* The session now reads from id: be_readers follows, for least_conn and
+ * `mysteerctl status`. */
+static void reader_assign(struct client *c, uint32_t id)
+{
+	reader_release(c);
+	if (id < PROXY_MAX_IDS)
+		atomic_fetch_add(&c->w->e->be_readers[id], 1);
+	c->sticky_reader = id;
+	c->has_sticky_reader = true;
 }
 
 /*
@@ -61,9 +58,7 @@ static size_t least_loaded(struct client *c, const struct topology *t, const int
 		         weight = (uint64_t)b->weight;
 		if (i > 0) {
 			uint64_t mine = load * best_weight, theirs = best_load * weight;
-			if (mine > theirs)
-				continue;
-			if (mine == theirs && rand_r(&c->w->rnd) % ++ties != 0)
+			if (mine > theirs || (mine == theirs && rand_r(&c->w->rnd) % ++ties != 0))
 				continue;
 			if (mine < theirs)
 				ties = 1;
