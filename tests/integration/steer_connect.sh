@@ -36,14 +36,15 @@ check_eq "an unrelated port is untouched" "$P2" "$(port_of 127.0.0.1 "$P2")"
 check_eq "outside the cgroup nothing is steered" "" \
 	"$("$PEER" count 127.0.0.1 6446 1 | awk '$1 == "port" {print $2}')"
 
-# Equal weights: each reader within +-10% of its half (sd of a 1000-draw
-# binomial is 16, so the bound is 3 sd).
+# Equal weights: each reader within +-60 of its half (sd of a 1000-draw
+# binomial is 16, so the bound is 3.8 sd: a wrong split fails 1 run in
+# 7,000; at 3 sd it was 1 in 400).
 dist=$(incg "$PEER" count 127.0.0.1 6447 1000)
 measured "1000 connections to 6447, weights 1:1: $(echo $dist)"
 n2=$(echo "$dist" | awk -v p="$P2" '$1 == "port" && $2 == p {print $3}')
 n3=$(echo "$dist" | awk -v p="$P3" '$1 == "port" && $2 == p {print $3}')
-check "6447 weights 1:1: db2 gets 500 +- 10% (got ${n2:-0})" [ "${n2:-0}" -ge 450 -a "${n2:-0}" -le 550 ]
-check "6447 weights 1:1: db3 gets 500 +- 10% (got ${n3:-0})" [ "${n3:-0}" -ge 450 -a "${n3:-0}" -le 550 ]
+check "6447 weights 1:1: db2 gets 500 +- 60 (got ${n2:-0})" [ "${n2:-0}" -ge 440 -a "${n2:-0}" -le 560 ]
+check "6447 weights 1:1: db3 gets 500 +- 60 (got ${n3:-0})" [ "${n3:-0}" -ge 440 -a "${n3:-0}" -le 560 ]
 check "6447: no error, none on the writer" [ "$(echo "$dist" | grep -c "port $P1 ")" = 0 -a \
 	"$(echo "$dist" | awk '$1 == "errors" {print $2}')" = 0 ]
 

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <valgrind/valgrind.h>
 
 #include "classify/classify.h"
 #include "classify/classify_int.h"
@@ -1232,12 +1233,15 @@ static double now_s(void)
 
 /* Classifies buf and checks the time against a generous deadline: the point
  * is "linear, no blow-up", not speed (the bench measures speed). The
- * sanitizer build is several times slower: it gets three times as long. */
+ * sanitizer build is several times slower: it gets three times as long;
+ * under valgrind the slowest case takes 1.4-1.8 s of the 5 here, too little
+ * slack on a loaded machine: four times as long. */
 #if defined(__SANITIZE_ADDRESS__)
 #define DEADLINE_S 15.0
 #else
 #define DEADLINE_S 5.0
 #endif
+#define VALGRIND_FACTOR 4.0
 static struct cls_result timed(const char *what, const char *buf, size_t n)
 {
 	struct cls_result r;
@@ -1247,7 +1251,8 @@ static struct cls_result timed(const char *what, const char *buf, size_t n)
 	dt = now_s() - t0;
 	printf("measured: classify %s (%zu bytes): %.1f ms, %.0f MB/s\n", what, n, dt * 1e3,
 	       n / dt / 1e6);
-	ck_assert_msg(dt < DEADLINE_S, "%s took %.2f s", what, dt);
+	double deadline = RUNNING_ON_VALGRIND ? DEADLINE_S * VALGRIND_FACTOR : DEADLINE_S;
+	ck_assert_msg(dt < deadline, "%s took %.2f s (deadline %.0f s)", what, dt, deadline);
 	return r;
 }
 
