@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # ctl.sh - mysteerctl against a real mysteerd and sandbox: the status table
 # and JSON, every change command, their survival across a restart and a
-# reload, reset, the exit-code contract, exec into the steered cgroup, and
-# maps with the daemon down. Runs in its own namespaces (lib.sh).
+# reload, reset, the exit-code contract, exec into the steered cgroup,
+# backend ids reused (and a 6450 least_conn session's count across that),
+# and maps with the daemon down. Runs in its own namespaces (lib.sh).
 . "$(dirname "$0")/lib.sh"
 itest_init ctl
 
@@ -140,6 +141,22 @@ wait_until 15 topology_is db1 "db2 db3 db9" >/dev/null
 for i in 1 2 3; do ro_port >/dev/null; done
 id9=$("$MYSTEERCTL" -c "$T/mysteer.conf" --json maps | json_get "max(b['id'] for b in d['backends'])")
 check_eq "db9 (newest, id $id9) counted the 3 connections steered to it" 3 "$(maps_field "$id9" steered)"
+# A 6450 session under least_conn reads from db9 and stays open, idle,
+# across the reuse: it counts on db9's id until then, not on the new
+# backend that gets the id after (it was counted there before), and once
+# it reads from the new one and ends, the count goes back to 0, not -1.
+sed -i 's/^\[steer\]$/[steer]\nreader_policy = least_conn/' "$T/mysteer.conf"
+ctl reload >/dev/null
+pool_readers() { status_json | json_get "d['pool'].get('db9', {}).get('readers')"; }
+readers_are() { [ "$(pool_readers)" = "$1" ]; }
+mkfifo "$T/lc.in"
+mariadb --no-defaults -h127.0.0.1 -P6450 -uapp -papp -N -B -n <"$T/lc.in" >"$T/lc.out" 2>&1 &
+lc_pid=$!
+exec 9>"$T/lc.in"
+echo "SELECT @@port;" >&9
+wait_until 10 bash -c "[ -s $T/lc.out ]" >/dev/null
+check_eq "a 6450 session reads from db9 (the only reader with weight)" "$P3" "$(head -n 1 "$T/lc.out")"
+check_eq "and counts on db9 (status readers)" 1 "$(pool_readers)"
 ctl remove db9 >/dev/null
 n=0
 while [ $n -lt 300 ]; do
@@ -158,6 +175,17 @@ check_eq "the reused id's maps entry is db9's address" "127.0.0.1:$P3" "$(maps_f
 check_eq "its steered count starts again from zero" 0 "$(maps_field "$reused" steered)"
 check_eq "a 6447 connection is steered to it" "$P3" "$(ro_port)"
 check_eq "and counted there" 1 "$(maps_field "$reused" steered)"
+check_eq "the session idle since db9's first id does not count on the new db9" 0 "$(pool_readers)"
+echo "SELECT @@port;" >&9
+wait_until 10 bash -c "[ \$(wc -l <$T/lc.out) -ge 2 ]" >/dev/null
+check_eq "its next read goes to the new db9" "$P3" "$(sed -n 2p "$T/lc.out")"
+check_eq "and counts there once" 1 "$(pool_readers)"
+exec 9>&-
+wait "$lc_pid"
+wait_until 5 readers_are 0 >/dev/null
+check_eq "the session ended: the new db9 counts 0 readers, not -1" 0 "$(pool_readers)"
+sed -i '/^reader_policy = least_conn$/d' "$T/mysteer.conf"
+ctl reload >/dev/null
 check "the daemon still answers" ctl status
 ctl remove db9 >/dev/null
 ctl reset db2 >/dev/null && ctl reset db3 >/dev/null

@@ -373,6 +373,12 @@ void proxy_engine_counters_reset(struct proxy_engine *e, uint32_t id)
 	atomic_store(&e->be_clean[id], 0);
 	atomic_store(&e->be_waits[id], 0);
 	atomic_store(&e->be_wait_timeouts[id], 0);
+	/* The sessions counted on the old backend leave the count, and their
+	 * release later does not touch the new one's: a new generation. */
+	uint64_t v = atomic_load(&e->be_readers[id]);
+	while (!atomic_compare_exchange_weak(&e->be_readers[id], &v,
+	                                     (uint64_t)(readers_gen(v) + 1) << 32))
+		;
 }
 
 void proxy_engine_stats(struct proxy_engine *e, int *clients, int *backend_conns, int *workers)
@@ -397,6 +403,6 @@ void proxy_engine_pool(struct proxy_engine *e, uint32_t id, struct proxy_pool_st
 	ps->max = atomic_load(&e->pool_max);
 	ps->waiting = atomic_load(&e->be_waiting[id]);
 	ps->waits = atomic_load(&e->be_waits[id]);
-	ps->readers = atomic_load(&e->be_readers[id]);
+	ps->readers = readers_count(atomic_load(&e->be_readers[id]));
 	ps->wait_timeouts = atomic_load(&e->be_wait_timeouts[id]);
 }

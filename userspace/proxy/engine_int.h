@@ -195,6 +195,7 @@ struct client {
 	/* the reader the session's reads go to while it stays usable: one
 	 * replica per session, chosen by weight (pick_reader) */
 	uint32_t sticky_reader;
+	uint32_t sticky_gen; /* the id's generation it was counted in (be_readers) */
 	bool has_sticky_reader;
 	/* the previous statement's connection went back to the pool clean: it
 	 * is that pooled connection while its takes count is still this one
@@ -344,7 +345,11 @@ struct proxy_engine {
 	/* reader_policy = least_conn: a session's reader is the one with the
 	 * fewest sessions reading there per unit of weight (be_readers) */
 	_Atomic bool least_conn;
-	_Atomic int be_readers[PROXY_MAX_IDS]; /* sessions whose reader it is */
+	/* sessions whose reader it is (low 32 bits) and the id's generation
+	 * (high 32), bumped when the id goes to a new backend: a session counted
+	 * on the old one then neither counts on the new one nor uncounts from
+	 * it. One word, so a release and a reset cannot interleave. */
+	_Atomic uint64_t be_readers[PROXY_MAX_IDS];
 	struct proxy_routines *routines;
 };
 
@@ -598,6 +603,9 @@ void route_decide(struct client *c, enum cls_token tok, uint32_t flags, enum cls
 void route_decide_query(struct client *c, const uint8_t *sql, size_t len);
 /* The session ends: its reader counts one session less (be_readers). */
 void reader_release(struct client *c);
+/* The sessions reading from id now (be_readers), and the id's generation. */
+int readers_count(uint64_t word);
+uint32_t readers_gen(uint64_t word);
 
 /* client.c: client sessions */
 void client_close(struct client *c);

@@ -15,16 +15,41 @@
 #include <stdlib.h>
 #include <string.h>
 
+int readers_count(uint64_t word)
+{
+	return (int)(uint32_t)word;
+}
+
+uint32_t readers_gen(uint64_t word)
+{
+	return (uint32_t)(word >> 32);
+}
+
 static int readers_of(const struct proxy_engine *e, uint32_t id)
 {
-	return id < PROXY_MAX_IDS ? atomic_load(&e->be_readers[id]) : 0;
+	return id < PROXY_MAX_IDS ? readers_count(atomic_load(&e->be_readers[id])) : 0;
+}
+
+/* Whether the session's reader id still names the backend it was counted
+ * on: the id may have gone to a new backend since (proxy_engine_counters_reset). */
+static bool sticky_current(const struct client *c)
+{
+	return c->sticky_reader >= PROXY_MAX_IDS ||
+	       readers_gen(atomic_load(&c->w->e->be_readers[c->sticky_reader])) == c->sticky_gen;
 }
 
 void reader_release(struct client *c)
 {
-	if (c->has_sticky_reader && c->sticky_reader < PROXY_MAX_IDS)
-		atomic_fetch_sub(&c->w->e->be_readers[c->sticky_reader], 1);
+	if (!c->has_sticky_reader)
+		return;
 	c->has_sticky_reader = false;
+	if (c->sticky_reader >= PROXY_MAX_IDS)
+		return;
+	_Atomic uint64_t *word = &c->w->e->be_readers[c->sticky_reader];
+	uint64_t v = atomic_load(word);
+	while (readers_gen(v) == c->sticky_gen && readers_count(v) > 0 &&
+	       !atomic_compare_exchange_weak(word, &v, v - 1))
+		;
 }
 
 /* The session now reads from id: be_readers follows, for least_conn and
@@ -32,8 +57,9 @@ void reader_release(struct client *c)
 static void reader_assign(struct client *c, uint32_t id)
 {
 	reader_release(c);
+	c->sticky_gen = 0;
 	if (id < PROXY_MAX_IDS)
-		atomic_fetch_add(&c->w->e->be_readers[id], 1);
+		c->sticky_gen = readers_gen(atomic_fetch_add(&c->w->e->be_readers[id], 1));
 	c->sticky_reader = id;
 	c->has_sticky_reader = true;
 }
@@ -86,7 +112,7 @@ static const struct topo_backend *pick_reader(struct client *c, const struct top
 	}
 	if (n == 0)
 		return NULL;
-	for (size_t i = 0; c->has_sticky_reader && i < n; i++)
+	for (size_t i = 0; c->has_sticky_reader && sticky_current(c) && i < n; i++)
 		if (t->backends[idx[i]].id == c->sticky_reader)
 			return &t->backends[idx[i]];
 	size_t pick = n - 1;
