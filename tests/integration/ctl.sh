@@ -145,8 +145,7 @@ check_eq "db9 (newest, id $id9) counted the 3 connections steered to it" 3 "$(ma
 # across the reuse: it counts on db9's id until then, not on the new
 # backend that gets the id after (it was counted there before), and once
 # it reads from the new one and ends, the count goes back to 0, not -1.
-sed -i 's/^\[steer\]$/[steer]\nreader_policy = least_conn/' "$T/mysteer.conf"
-ctl reload >/dev/null
+itest_reader_policy "$T/mysteer.conf" least_conn >/dev/null
 pool_readers() { status_json | json_get "d['pool'].get('db9', {}).get('readers')"; }
 readers_are() { [ "$(pool_readers)" = "$1" ]; }
 mkfifo "$T/lc.in"
@@ -184,8 +183,7 @@ exec 9>&-
 wait "$lc_pid"
 wait_until 5 readers_are 0 >/dev/null
 check_eq "the session ended: the new db9 counts 0 readers, not -1" 0 "$(pool_readers)"
-sed -i '/^reader_policy = least_conn$/d' "$T/mysteer.conf"
-ctl reload >/dev/null
+itest_reader_policy "$T/mysteer.conf" random >/dev/null
 check "the daemon still answers" ctl status
 ctl remove db9 >/dev/null
 ctl reset db2 >/dev/null && ctl reset db3 >/dev/null

@@ -216,6 +216,15 @@ CONF
 }
 
 ctl() { "$MYSTEERCTL" --socket "$T/admin.sock" "$@"; }
+# Sets [steer] reader_policy in a config written by itest_write_config
+# (random: the default, the line goes) and reloads the running daemon.
+itest_reader_policy() { # file policy
+	sed -i '/^reader_policy = /d' "$1" || return 1
+	if [ "$2" != random ]; then
+		sed -i "s/^\[steer\]\$/[steer]\nreader_policy = $2/" "$1" || return 1
+	fi
+	ctl reload
+}
 
 # Starts mysteerd in the foreground (background job), log in $T/mysteerd.log,
 # and waits until its admin socket answers.

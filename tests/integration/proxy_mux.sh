@@ -326,8 +326,7 @@ check_eq "no temporary table or variable leaks into other sessions" 0 "$leaks"
 # A session keeps its reader for its life; with weighted random, 8 sessions
 # often land 6/2 or worse. least_conn counts the sessions reading from each
 # replica (the pool's "readers") and gives a new one the least loaded.
-sed -i 's/^\[steer\]$/[steer]\nreader_policy = least_conn/' "$T/mysteer.conf"
-check "reload with reader_policy = least_conn" ctl reload
+check "reload with reader_policy = least_conn" itest_reader_policy "$T/mysteer.conf" least_conn
 for i in $(seq 1 8); do
 	held "$T/lc$i.out" 4 "SELECT @@port" &
 	lc_pids+=($!)

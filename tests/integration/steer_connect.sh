@@ -60,8 +60,7 @@ check "6447 weights 1:3: db3 gets 750 +- 70 (got ${n3:-0})" [ "${n3:-0}" -ge 680
 
 # --- reader_policy = least_conn (reload): held connections spread evenly
 # over the readers whatever their weights, from sockops' active counts.
-sed -i 's/^lookup = off$/lookup = off\nreader_policy = least_conn/' "$T/mysteer.conf"
-ctl reload >/dev/null
+itest_reader_policy "$T/mysteer.conf" least_conn >/dev/null
 rm -f "$T/go-lc"
 lc_pids=()
 for i in 1 2 3 4 5 6 7 8; do
@@ -77,8 +76,7 @@ check_eq "least_conn: 8 held connections, 4 on db2 (weight 1)" 4 "$(act db2)"
 check_eq "least_conn: 4 on db3 (weight 3)" 4 "$(act db3)"
 touch "$T/go-lc"
 for p in "${lc_pids[@]}"; do wait "$p" 2>/dev/null; done
-sed -i '/^reader_policy = least_conn$/d' "$T/mysteer.conf"
-ctl reload >/dev/null
+itest_reader_policy "$T/mysteer.conf" random >/dev/null
 
 # --- an IPv6 backend: db5 is db3's server over ::1. IPv6 clients reach it;
 # IPv4 clients of the same route are given an IPv4 target instead.

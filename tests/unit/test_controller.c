@@ -362,14 +362,14 @@ static int nthreads(void)
  */
 static int nthreads_settled(int want, int ms)
 {
-	int n = nthreads();
-	for (int waited = 0; n != want && waited < ms; waited += 10) {
+	int n = nthreads(), waited = 0;
+
+	for (; n != want && waited < ms; waited += 10) {
 		usleep(10 * 1000);
 		n = nthreads();
-		if (n == want)
-			fprintf(stderr, "measured: threads settled at %d after %d ms\n", n,
-			        waited + 10);
 	}
+	if (waited > 0)
+		fprintf(stderr, "measured: threads at %d after %d ms (want %d)\n", n, waited, want);
 	return n;
 }
 

@@ -603,9 +603,16 @@ void route_decide(struct client *c, enum cls_token tok, uint32_t flags, enum cls
 void route_decide_query(struct client *c, const uint8_t *sql, size_t len);
 /* The session ends: its reader counts one session less (be_readers). */
 void reader_release(struct client *c);
-/* The sessions reading from id now (be_readers), and the id's generation. */
-int readers_count(uint64_t word);
-uint32_t readers_gen(uint64_t word);
+/* A be_readers word: the sessions reading from the id now, and the id's
+ * generation. */
+static inline int readers_count(uint64_t word)
+{
+	return (int)(uint32_t)word;
+}
+static inline uint32_t readers_gen(uint64_t word)
+{
+	return (uint32_t)(word >> 32);
+}
 
 /* client.c: client sessions */
 void client_close(struct client *c);

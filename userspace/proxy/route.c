@@ -15,25 +15,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-int readers_count(uint64_t word)
-{
-	return (int)(uint32_t)word;
-}
-
-uint32_t readers_gen(uint64_t word)
-{
-	return (uint32_t)(word >> 32);
-}
-
 static int readers_of(const struct proxy_engine *e, uint32_t id)
 {
 	return id < PROXY_MAX_IDS ? readers_count(atomic_load(&e->be_readers[id])) : 0;
 }
 
-/* Whether the session's reader id still names the backend it was counted
- * on: the id may have gone to a new backend since (proxy_engine_counters_reset). */
+/* Whether the session has a reader and its id still names the backend it
+ * was counted on: the id may have gone to a new backend since
+ * (proxy_engine_counters_reset). */
 static bool sticky_current(const struct client *c)
 {
+	if (!c->has_sticky_reader)
+		return false;
 	return c->sticky_reader >= PROXY_MAX_IDS ||
 	       readers_gen(atomic_load(&c->w->e->be_readers[c->sticky_reader])) == c->sticky_gen;
 }
@@ -112,7 +105,8 @@ static const struct topo_backend *pick_reader(struct client *c, const struct top
 	}
 	if (n == 0)
 		return NULL;
-	for (size_t i = 0; c->has_sticky_reader && sticky_current(c) && i < n; i++)
+	bool sticky = sticky_current(c);
+	for (size_t i = 0; sticky && i < n; i++)
 		if (t->backends[idx[i]].id == c->sticky_reader)
 			return &t->backends[idx[i]];
 	size_t pick = n - 1;
