@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs every Debian package mysteer needs to build, test and benchmark.
 # Idempotent: when everything is present it only runs dpkg-query (well under
-# 2 s). Must run as root. Stops and disables the packaged MariaDB service, since
-# the sandbox runs its own instances and must own ports 3306-3308.
+# 2 s). Must run as root. A package it installs must not start its service
+# (the sandbox runs its own MariaDB servers, the bench its own HAProxy), and a
+# service the host already runs is left alone: tests and the bench run in
+# network namespaces of their own, and `make run` checks its ports first.
 set -euo pipefail
 
 PACKAGES=(
@@ -31,19 +33,34 @@ if [ ${#missing[@]} -gt 0 ]; then
 	fi
 	echo "install-deps: installing ${missing[*]}"
 	export DEBIAN_FRONTEND=noninteractive
-	# Keep the packaged mariadb/haproxy services from starting at install time.
-	printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
-	chmod +x /usr/sbin/policy-rc.d
-	trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+	# Keep newly installed services (mariadb, haproxy) from starting: a
+	# policy-rc.d of our own for the install, and the host's own one, if it
+	# has one, put back as it was afterwards.
+	policy=/usr/sbin/policy-rc.d saved=
+	if [ -e "$policy" ] || [ -L "$policy" ]; then
+		saved=$(mktemp -u /usr/sbin/.policy-rc.d.mysteer.XXXXXX)
+		cp -a "$policy" "$saved"
+	fi
+	restore_policy() {
+		if [ -n "$saved" ]; then mv -f "$saved" "$policy"; else rm -f "$policy"; fi
+	}
+	trap restore_policy EXIT
+	printf '#!/bin/sh\nexit 101\n' >"$policy.new"
+	chmod +x "$policy.new"
+	mv -f "$policy.new" "$policy"
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	# Nor at the next boot: the services of packages installed just now are
+	# left disabled (one the host had before is not touched).
+	for pair in mariadb-server:mariadb haproxy:haproxy; do
+		case " ${missing[*]} " in
+		*" ${pair%%:*} "*)
+			if command -v systemctl >/dev/null 2>&1; then
+				systemctl disable "${pair#*:}" >/dev/null 2>&1 ||
+					echo "install-deps: could not disable ${pair#*:} (it may start at boot)" >&2
+			fi
+			;;
+		esac
+	done
 fi
-
-# The sandbox runs its own servers: make sure the packaged ones are not running.
-for svc in mariadb haproxy; do
-	if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
-		systemctl stop "$svc" || true
-		systemctl disable "$svc" >/dev/null 2>&1 || true
-	fi
-done
 exit 0
