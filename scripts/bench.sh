@@ -65,6 +65,14 @@ RELAY_NS=mysteer-bench-relay-$$
 CGROUP=""
 RELAY_CGROUP=""
 PIDS=()
+# The process that carries a path's traffic in userspace (HAProxy, mysteerd),
+# whose CPU time a run is charged: none for direct.
+declare -A ROUTER_PID=()
+# Each router's CPU time per second with no traffic (mysteerd's probes,
+# HAProxy's health checks), in ns: taken off the runs, so that what is
+# charged to the queries is what they cost.
+declare -A IDLE_NS_PER_S=()
+CLK_TCK=$(getconf CLK_TCK)
 
 if [ "$QUICK" = 1 ]; then
 	ROUNDS=${BENCH_ROUNDS:-1}
@@ -178,6 +186,80 @@ meta() { # key value
 
 sql_root() { # port query
 	mariadb --no-defaults -uroot -S "$SANDBOX_DIR/$1/mysqld.sock" -N -B -e "$2"
+}
+
+# ---------------------------------------------------------------- cost
+
+# CPU time of a process, all its threads, in ns: the first field of each
+# thread's schedstat (time on a CPU), exact where /proc/PID/stat counts
+# 10 ms ticks. Threads come and go rarely in a router (the relay's and the
+# proxy's workers live as long as the daemon); 0 for no process.
+cpu_ns() { # pid
+	[ -n "$1" ] || { echo 0; return; }
+	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f\n", s}'
+}
+
+# Measures each router's idle CPU rate (IDLE_NS_PER_S) over a quiet spell.
+measure_idle_cpu() {
+	local path pid secs=2 t0 t1 c0 c1
+	[ "$QUICK" = 1 ] && secs=1
+	declare -A start_ns=() start_t=()
+	for path in "${!ROUTER_PID[@]}"; do
+		pid=${ROUTER_PID[$path]}
+		[ -n "${start_ns[$pid]:-}" ] && continue
+		start_ns[$pid]=$(cpu_ns "$pid") start_t[$pid]=$(date +%s%N)
+	done
+	sleep "$secs"
+	for path in "${!ROUTER_PID[@]}"; do
+		pid=${ROUTER_PID[$path]}
+		c1=$(cpu_ns "$pid") t1=$(date +%s%N)
+		c0=${start_ns[$pid]} t0=${start_t[$pid]}
+		IDLE_NS_PER_S[$path]=$(awk -v c="$((c1 - c0))" -v t="$((t1 - t0))" 'BEGIN {printf "%.0f", (t > 0 ? c * 1e9 / t : 0)}')
+		meta "idle_cpu_$path" "$(awk -v r="${IDLE_NS_PER_S[$path]}" 'BEGIN {printf "%.2f%% of a core", r / 1e7}')"
+	done
+}
+
+# Busy time of the whole machine in ns (every core; idle and iowait left out).
+machine_ns() {
+	awk -v hz="$CLK_TCK" '$1 == "cpu" {printf "%.0f\n", ($2 + $3 + $4 + $7 + $8 + $9) * 1e9 / hz; exit}' /proc/stat
+}
+
+# perf stat of the router over one run, in the full run only: context
+# switches and task clock always, cycles and instructions where the machine
+# has hardware counters (this kind of VM has none: perf says "not
+# supported", and the CSV then has no such rows).
+PERF_EVENTS=task-clock,context-switches,cpu-migrations,cycles,instructions
+perf_start() { # pid outfile
+	PERF_PID=
+	[ "$QUICK" = 1 ] || [ -z "$1" ] || ! command -v perf >/dev/null && return 0
+	perf stat -x, -e "$PERF_EVENTS" -p "$1" -o "$2" >/dev/null 2>&1 &
+	PERF_PID=$!
+}
+perf_stop() { # outfile: sets PERF_LINES, "event value" a line
+	PERF_LINES=
+	[ -n "$PERF_PID" ] || return 0
+	kill -INT "$PERF_PID" 2>/dev/null
+	wait "$PERF_PID" 2>/dev/null
+	PERF_LINES=$(awk -F, '$1 ~ /^[0-9.]+$/ {print $3, $1}' "$1")
+}
+
+# The run's cost, as CSV rows: router and machine CPU per unit (query or
+# connection) in µs, and perf's counts per unit.
+cost_rows() { # round path workload threads unit count r0 r1 m0 m1 perf_lines wall_ns
+	local round=$1 path=$2 wl=$3 thr=$4 unit=$5 n=$6 r0=$7 r1=$8 m0=$9 m1=${10} perf=${11} wall=${12}
+	local idle=${IDLE_NS_PER_S[$path]:-0}
+	awk -v n="$n" 'BEGIN {exit !(n > 0)}' || return 0
+	# the router's CPU net of what it spends idle over the same time
+	csv "$round" "$path" "$wl" "$thr" "router_us_per_$unit" \
+		"$(awk -v a="$r0" -v b="$r1" -v n="$n" -v i="$idle" -v w="$wall" 'BEGIN {printf "%.2f", (b - a - i * w / 1e9) / 1000 / n}')"
+	csv "$round" "$path" "$wl" "$thr" "machine_us_per_$unit" \
+		"$(awk -v a="$m0" -v b="$m1" -v n="$n" 'BEGIN {printf "%.2f", (b - a) / 1000 / n}')"
+	[ -n "$perf" ] || return 0
+	while read -r ev val; do
+		[ -n "$ev" ] || continue
+		csv "$round" "$path" "$wl" "$thr" "router_${ev//-/_}_per_$unit" \
+			"$(awk -v v="$val" -v n="$n" 'BEGIN {printf "%.3f", v / n}')"
+	done <<<"$perf"
 }
 
 # nsenter, not `ip netns exec`: the latter remounts /sys, which would hide
@@ -301,6 +383,7 @@ setup_haproxy() {
 	write_haproxy_conf "$cfg" 127.0.0.1
 	haproxy -db -f "$cfg" >"$SCRATCH/haproxy.log" 2>&1 &
 	PIDS+=($!)
+	ROUTER_PID[haproxy]=$!
 	wait_port 16446 || die "haproxy does not listen (log: $SCRATCH/haproxy.log)"
 	check_haproxy_ro haproxy
 }
@@ -333,6 +416,7 @@ setup_haproxy_veth() {
 	nsenter --net="/run/netns/$RELAY_NS" -- haproxy -db -f "$cfg" \
 		>"$SCRATCH/haproxy-veth.log" 2>&1 &
 	PIDS+=($!)
+	ROUTER_PID[haproxy_veth]=$!
 	if wait_port 16446 haproxy_veth; then
 		HAPROXY_VETH=1
 		check_haproxy_ro haproxy_veth
@@ -424,6 +508,7 @@ setup_mysteerd() {
 	chmod 600 "$d/mysteer.conf"
 	"$BUILD/mysteerd" -c "$d/mysteer.conf" -f >"$d/log" 2>&1 &
 	PIDS+=($!)
+	ROUTER_PID[steer]=$! ROUTER_PID[lookup]=$! ROUTER_PID[proxy]=$!
 	if wait_writer "$d"; then
 		MAIN_DAEMON=1
 	else
@@ -453,6 +538,7 @@ setup_relay_daemon() {
 	nsenter --net="/run/netns/$RELAY_NS" -- "$BUILD/mysteerd" -c "$d/mysteer.conf" -f \
 		>"$d/log" 2>&1 &
 	PIDS+=($!)
+	ROUTER_PID[relay]=$!
 	if wait_writer "$d" "$RELAY_NS"; then
 		RELAY_DAEMON=1
 	else
@@ -535,7 +621,7 @@ check_path() { # path -> 0 when usable; prints the reason otherwise
 
 # ---------------------------------------------------------------- workloads
 
-# Prints "qps tps avg_ms p99_ms errors" of one sysbench run.
+# Prints "qps tps avg_ms p99_ms errors queries" of one sysbench run.
 run_sysbench() { # path test threads seconds [extra args]
 	local path=$1 test=$2 threads=$3 secs=$4 port out
 	shift 4
@@ -547,29 +633,32 @@ run_sysbench() { # path test threads seconds [extra args]
 	local rc=$?
 	echo "$out" >>"$SCRATCH/sysbench.log"
 	[ $rc -eq 0 ] || return 1
-	awk '/queries:/ {gsub(/\(/, "", $3); q = $3}
+	awk '/queries:/ {n = $2; gsub(/\(/, "", $3); q = $3}
 	     /transactions:/ {gsub(/\(/, "", $3); t = $3}
 	     /ignored errors:/ {e = $3}
 	     /avg:/ {a = $2}
 	     /99th percentile:/ {p = $3}
-	     END {if (q == "") exit 1; printf "%s %s %s %s %s\n", q, t, a, p, e + 0}' <<<"$out"
+	     END {if (q == "") exit 1; printf "%s %s %s %s %s %s\n", q, t, a, p, e + 0, n}' <<<"$out"
 }
 
-# Prints "rate p50_us p99_us errors" of one connrate run.
+# Prints "rate p50_us p99_us errors conns" of one connrate run.
 run_connrate() { # path threads seconds
 	local out port
 	port=$(path_port "$1")
 	out=$(client "$1" "$BUILD/connrate" -h 127.0.0.1 -P "$port" -t "$2" -s "$3" 2>&1)
 	echo "$out" >>"$SCRATCH/connrate.log"
 	awk '/^connrate / {for (i = 2; i <= NF; i++) {split($i, kv, "="); v[kv[1]] = kv[2]}
-	     printf "%s %s %s %s\n", v["rate"], v["p50_us"], v["p99_us"], v["errors"]; ok = 1}
+	     printf "%s %s %s %s %s\n", v["rate"], v["p50_us"], v["p99_us"], v["errors"], v["conns"]; ok = 1}
 	     END {exit !ok}' <<<"$out"
 }
 
 # One measurement: runs workload $2 on path $1, writes CSV rows, prints the
 # progress line. Fails only when the tool itself failed.
 measure() { # path workload round
-	local path=$1 wl=$2 round=$3 r extra=()
+	local path=$1 wl=$2 round=$3 r extra=() r0 r1 m0 m1 w0 w1 perf router
+	router=${ROUTER_PID[$path]:-}
+	perf_start "$router" "$SCRATCH/perf.out"
+	r0=$(cpu_ns "$router") m0=$(machine_ns) w0=$(date +%s%N)
 	case "$wl" in
 	ps8 | ps1 | ro8 | rw8)
 		local test threads=8
@@ -579,29 +668,43 @@ measure() { # path workload round
 		ro8) test=oltp_read_only extra=(--skip_trx=on) ;;
 		rw8) test=oltp_read_write ;;
 		esac
-		r=$(run_sysbench "$path" $test $threads "$TIME" "${extra[@]}") || {
+		r=$(run_sysbench "$path" $test $threads "$TIME" "${extra[@]}")
+		local rc=$?
+		r1=$(cpu_ns "$router") m1=$(machine_ns) w1=$(date +%s%N)
+		perf_stop "$SCRATCH/perf.out"
+		perf=$PERF_LINES
+		[ $rc -eq 0 ] || {
 			say "round $round path=$path workload=$wl FAILED (see sysbench.log)"
 			csv "$round" "$path" "$wl" $threads status failed
 			return 1
 		}
-		read -r qps tps avg p99 err <<<"$r"
+		read -r qps tps avg p99 err nq <<<"$r"
 		csv "$round" "$path" "$wl" $threads qps "$qps"
+		cost_rows "$round" "$path" "$wl" $threads q "$nq" "$r0" "$r1" "$m0" "$m1" "$perf" $((w1 - w0))
 		csv "$round" "$path" "$wl" $threads tps "$tps"
 		csv "$round" "$path" "$wl" $threads lat_avg_ms "$avg"
 		csv "$round" "$path" "$wl" $threads lat_p99_ms "$p99"
 		csv "$round" "$path" "$wl" $threads errors "$err"
-		printf 'bench: round %s %-12s %-5s qps=%-10s avg_ms=%-6s p99_ms=%-6s errors=%s\n' \
-			"$round" "$path" "$wl" "$qps" "$avg" "$p99" "$err"
+		printf 'bench: round %s %-12s %-5s qps=%-10s avg_ms=%-6s p99_ms=%-6s errors=%s router_us/q=%s\n' \
+			"$round" "$path" "$wl" "$qps" "$avg" "$p99" "$err" \
+			"$(awk -v a="$r0" -v b="$r1" -v n="$nq" -v i="${IDLE_NS_PER_S[$path]:-0}" -v w=$((w1 - w0)) \
+				'BEGIN {printf "%.1f", (n > 0 ? (b - a - i * w / 1e9) / 1000 / n : 0)}')"
 		[ "$wl" = rw8 ] && { catch_up || say "replicas slow to catch up"; }
 		;;
 	conn4)
-		r=$(run_connrate "$path" 4 "$CONN_TIME") || {
+		r=$(run_connrate "$path" 4 "$CONN_TIME")
+		local rc=$?
+		r1=$(cpu_ns "$router") m1=$(machine_ns) w1=$(date +%s%N)
+		perf_stop "$SCRATCH/perf.out"
+		perf=$PERF_LINES
+		[ $rc -eq 0 ] || {
 			say "round $round path=$path workload=$wl FAILED (see connrate.log)"
 			csv "$round" "$path" "$wl" 4 status failed
 			return 1
 		}
-		read -r rate p50 p99 err <<<"$r"
+		read -r rate p50 p99 err nc <<<"$r"
 		csv "$round" "$path" "$wl" 4 conns_per_s "$rate"
+		cost_rows "$round" "$path" "$wl" 4 conn "$nc" "$r0" "$r1" "$m0" "$m1" "$perf" $((w1 - w0))
 		csv "$round" "$path" "$wl" 4 conn_p50_us "$p50"
 		csv "$round" "$path" "$wl" 4 conn_p99_us "$p99"
 		csv "$round" "$path" "$wl" 4 errors "$err"
@@ -763,6 +866,7 @@ main() {
 		fi
 	done
 	paths=("${ok[@]}")
+	measure_idle_cpu
 
 	for round in $(seq 1 "$ROUNDS"); do
 		meta "loadavg_round_$round" "$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -795,30 +899,32 @@ pgrep_daemon() {
 }
 
 publish() {
-	local csv_out md_out qps_png lat_png report
+	local csv_out md_out qps_png lat_png cost_png report
 	if [ "$MODE" != full ]; then
 		mkdir -p "$OUT" || die "cannot create $OUT"
 		csv_out=$OUT/$STAMP-$MODE.csv
 		md_out=$OUT/BENCHMARKS-$MODE.md
 		qps_png=$OUT/bench-qps.png
 		lat_png=$OUT/bench-latency.png
+		cost_png=$OUT/bench-cost.png
 	else
 		mkdir -p "$ROOT/bench/results" || die "cannot create bench/results"
 		csv_out=$ROOT/bench/results/$STAMP.csv
 		md_out=$ROOT/docs/BENCHMARKS.md
 		qps_png=$ROOT/docs/bench-qps.png
 		lat_png=$ROOT/docs/bench-latency.png
+		cost_png=$ROOT/docs/bench-cost.png
 	fi
 	cp "$CSV" "$csv_out" || die "cannot write $csv_out"
 	report=$SCRATCH/report.md
 	gawk -v csvname="${csv_out#"$ROOT"/}" -f "$ROOT/tests/bench/report.awk" \
 		-v datdir="$SCRATCH" "$CSV" >"$report" || die "report generation failed"
-	gnuplot -e "datdir='$SCRATCH'; qps_png='$qps_png'; lat_png='$lat_png'" \
+	gnuplot -e "datdir='$SCRATCH'; qps_png='$qps_png'; lat_png='$lat_png'; cost_png='$cost_png'" \
 		"$ROOT/tests/bench/plot.gp" 2>"$SCRATCH/gnuplot.err" ||
 		{ cat "$SCRATCH/gnuplot.err" >&2; die "gnuplot failed"; }
 	splice_report "$report" "$md_out"
 	say "raw: $csv_out"
-	say "report: $md_out; plots: $qps_png $lat_png"
+	say "report: $md_out; plots: $qps_png $lat_png $cost_png"
 	sed -n '/^## Results/,/^## How to reproduce/p' "$report" | head -n -1
 }
 

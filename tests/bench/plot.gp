@@ -60,3 +60,22 @@ set ylabel "ms per connect"
 set title "connect, SELECT 1, close, 4 threads"
 eval "plot ".bars(datdir."/connlat.dat", "mfmt")
 unset multiplot
+
+# Cost per query by path: the router's CPU time and the whole machine's
+# (third picture; cost_png is optional for older callers).
+if (exists("cost_png")) {
+	set output cost_png
+	set multiplot layout 1,2 title "mysteer bench: CPU time per query by path (median, whiskers min-max; lower is better)"
+	set key below
+	set format y "%g"
+	set size 0.5,0.95
+	set origin 0,0
+	set ylabel "router µs per query"
+	set title "the router process (HAProxy, mysteerd)"
+	eval "plot ".bars(datdir."/cost_router.dat", "mfmt")
+	set origin 0.5,0
+	set ylabel "machine µs per query"
+	set title "the whole machine (client, servers, router)"
+	eval "plot ".bars(datdir."/cost_machine.dat", "mfmt")
+	unset multiplot
+}

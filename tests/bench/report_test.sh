@@ -61,10 +61,10 @@ check "report.awk exits 0" test $? -eq 0
 # Per-round ratios: steer 0.99, 0.50, 0.98 -> median 0.98 (a ratio of medians
 # would say 1000/1000 = 1.00, hiding the bad round).
 check "steer ratio is the median of per-round ratios" has "| steer | 990 |" "0.98× (0.50–0.99)"
-check "steer ps8 target PASS at 0.98" has "connect steering, oltp_point_select" "| PASS |"
-check "lookup ps8 target MISS at 0.90" has "sk_lookup handoff, oltp_point_select" "| MISS |"
-check "relay target says not built" has "relay, oltp_point_select" "| not built |"
-check "failed proxy path says failed, not PASS" has "6450 proxy, oltp_point_select" "| failed |"
+check "steer ps8 QPS ratio is a reference row now, above 0.97" has "connect steering, oltp_point_select" "| reference (above 0.97× direct) |"
+check "lookup ps8 reference below 0.97 at 0.90" has "sk_lookup handoff, oltp_point_select" "| reference (below 0.97× direct) |"
+check "relay cost target says not built" has "relay: router CPU per point select" "| not built |"
+check "failed proxy path says failed, not PASS" has "6450 proxy: router CPU per point select" "| failed |"
 check "proxy idle RSS row is not a verdict" has "idle clients" "| failed |"
 check "conns/s target: median of 0.96, 0.94 is 0.95 -> PASS" has "new connections/s" "0.95× direct"
 check "classifier OLTP 3.1x -> PASS" has "statements/s, OLTP mix" "| PASS |"
@@ -72,6 +72,7 @@ check "classifier target compares implementations of the same mix" has "statemen
 check "classifier long 1.4x -> MISS" has "MB/s, long mix" "| MISS |"
 check "classify-bench's ratio line is not a table row" bash -c "! grep -q '| oltp | ratio |' '$tmp/report.md'"
 check "full run of 480 s meets the 600 s target" has "full run ≤ 600 s" "| PASS |"
+check "no issue numbers in the generated tables" bash -c "! grep -q '| #[0-9]' '$tmp/report.md'"
 check "a '|' in a reason does not break the table" has "| relay |" "connect / refused"
 check "relay target without a relay says not built, also the loopback reference" \
 	has "relay vs HAProxy on loopback" "| not built |"
@@ -99,16 +100,31 @@ round,path,workload,threads,metric,value
 2,haproxy_veth,ps8,8,qps,500
 1,relay,ps8,8,qps,520
 2,relay,ps8,8,qps,610
+1,haproxy_veth,ps8,8,router_us_per_q,50
+2,haproxy_veth,ps8,8,router_us_per_q,40
+1,relay,ps8,8,router_us_per_q,25
+2,relay,ps8,8,router_us_per_q,30
+1,direct,ps8,8,machine_us_per_q,100
+2,direct,ps8,8,machine_us_per_q,100
+1,relay,ps8,8,machine_us_per_q,150
+2,relay,ps8,8,machine_us_per_q,170
+1,relay,ps8,8,router_context_switches_per_q,0.5
+2,relay,ps8,8,router_context_switches_per_q,0.7
 EOF
 gawk -v csvname=relay.csv -v datdir="$tmp" -f tests/bench/report.awk "$tmp/relay.csv" >"$tmp/report.md"
 # per round vs haproxy_veth: 1.30, 1.22 -> 1.26 PASS; vs haproxy: 1.04, 1.22 -> 1.13
-check "relay #3 verdict against haproxy_veth" has "at the same place" "1.26× haproxy_veth (rounds 1.22–1.30) | PASS |"
-check "relay vs loopback haproxy is a reference, no verdict" has "relay vs HAProxy on loopback" "1.13× haproxy (rounds 1.04–1.22) | reference (below at 1.2×) |"
+check "relay QPS reference against haproxy_veth" has "relay, oltp_point_select 8 thr vs HAProxy at the same place" "1.26× haproxy_veth (rounds 1.22–1.30) | reference (above 1.2× haproxy_veth) |"
+check "relay vs loopback haproxy is a reference, no verdict" has "relay vs HAProxy on loopback" "1.13× haproxy (rounds 1.04–1.22) | reference (below 1.2× haproxy) |"
 check "haproxy_veth has its table row" has "| haproxy_veth | 450 |" "0.45×"
+# per round: 25/50 = 0.5, 30/40 = 0.75 -> 0.625 > 0.6: MISS
+check "relay cost verdict per round against haproxy_veth" has "relay: router CPU per point select" "0.62× haproxy_veth (rounds 0.50–0.75; 27.5 µs against 45.0) | MISS |"
+check "cost table: relay's router ratio against haproxy_veth, machine against direct" has "| relay | 27.5 |" "| 0.62× (0.50–0.75) | 160 | 150–170 | 1.60× (1.50–1.70) | 0.6 |"
+check "cost table has the perf column it has data for, and only it" bash -c "grep -q 'router context_switches |' '$tmp/report.md' && ! grep -q 'router instructions' '$tmp/report.md'"
 check "a path left out of a partial run says skipped" has "| steer |" "| skipped |"
-check "a partial run gives no run-time verdict" has "| #5 |" "partial run"
-gnuplot -e "datdir='$tmp'; qps_png='$tmp/q2.png'; lat_png='$tmp/l2.png'" tests/bench/plot.gp 2>"$tmp/gp2.err"
+check "a partial run gives no run-time verdict" has "| bench |" "partial run"
+gnuplot -e "datdir='$tmp'; qps_png='$tmp/q2.png'; lat_png='$tmp/l2.png'; cost_png='$tmp/c2.png'" tests/bench/plot.gp 2>"$tmp/gp2.err"
 check "plot.gp draws the haproxy_veth path" test -s "$tmp/q2.png"
+check "plot.gp draws the cost picture" test -s "$tmp/c2.png"
 
 [ $fails -eq 0 ] || { cat "$tmp/report.md"; cat "$tmp/gp.err"; }
 exit $((fails > 0))
