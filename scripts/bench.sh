@@ -225,10 +225,11 @@ machine_ns() {
 }
 
 # perf stat of the router over one run, in the full run only: context
-# switches and task clock always, cycles and instructions where the machine
-# has hardware counters (this kind of VM has none: perf says "not
-# supported", and the CSV then has no such rows).
-PERF_EVENTS=task-clock,context-switches,cpu-migrations,cycles,instructions
+# switches, system calls (the raw_syscalls tracepoint) and task clock
+# always, cycles and instructions where the machine has hardware counters
+# (this kind of VM has none: perf says "not supported", and the CSV then has
+# no such rows; the callgrind step below counts instructions instead).
+PERF_EVENTS=task-clock,context-switches,cpu-migrations,raw_syscalls:sys_enter,cycles,instructions
 perf_start() { # pid outfile
 	PERF_PID=
 	[ "$QUICK" = 1 ] || [ -z "$1" ] || ! command -v perf >/dev/null && return 0
@@ -257,6 +258,7 @@ cost_rows() { # round path workload threads unit count r0 r1 m0 m1 perf_lines wa
 	[ -n "$perf" ] || return 0
 	while read -r ev val; do
 		[ -n "$ev" ] || continue
+		[ "$ev" = raw_syscalls:sys_enter ] && ev=syscalls
 		csv "$round" "$path" "$wl" "$thr" "router_${ev//-/_}_per_$unit" \
 			"$(awk -v v="$val" -v n="$n" 'BEGIN {printf "%.3f", v / n}')"
 	done <<<"$perf"
@@ -796,6 +798,76 @@ run_classifier_process() {
 }
 
 
+# ---------------------------------------------------------------- instructions
+
+# Instructions per query of the userspace routers, counted by callgrind
+# (valgrind): exact and repeatable whatever else the machine does, where
+# this VM's perf has no hardware counters. Each router runs alone under
+# callgrind with one thread on a port of its own: HAProxy (nbthread 1) and
+# the 6450 engine (build/tests/proxy_run, workers = 1, nothing kept warm).
+# A run of N1 and one of N2 single-thread point selects; (Ir(N2) - Ir(N1)) /
+# (N2 - N1) leaves start-up and the login out. Full run only (BENCH_INSTR=1
+# asks for it in any run).
+INSTR_N1=300 INSTR_N2=1300
+callgrind_ir() { # outfile -> total instructions
+	awk '/^(summary|totals):/ {print $2; exit}' "$1"
+}
+
+# Runs "$@" under callgrind, waits for PORT, runs N point selects through it
+# and prints the instructions the whole run took.
+instr_run() { # tag port n cmd...
+	local tag=$1 port=$2 n=$3 vpid out=$SCRATCH/callgrind.$1.$3
+	shift 3
+	valgrind --tool=callgrind --callgrind-out-file="$out" "$@" >"$SCRATCH/valgrind.$tag.$n.log" 2>&1 &
+	vpid=$!
+	PIDS+=($vpid)
+	for _ in $(seq 1 300); do
+		bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null && break
+		sleep 0.1
+	done
+	sysbench oltp_point_select --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$port" \
+		--mysql-user=app --mysql-password=app --mysql-db=sbtest --tables=$TABLES \
+		--table-size=$ROWS --threads=1 --events="$n" --time=0 --rand-type=uniform run \
+		>>"$SCRATCH/sysbench-instr.log" 2>&1 || say "instructions: sysbench through $tag failed"
+	kill -TERM $vpid 2>/dev/null
+	wait $vpid 2>/dev/null
+	[ -s "$out" ] && callgrind_ir "$out"
+}
+
+measure_instructions() {
+	local want=${BENCH_INSTR:-$([ "$MODE" = full ] && echo 1 || echo 0)} ir1 ir2 tag
+	[ "$want" = 1 ] || return 0
+	command -v valgrind >/dev/null || { say "instructions: no valgrind"; return 0; }
+	local hcfg=$SCRATCH/haproxy-instr.cfg pcfg=$SCRATCH/proxy-instr.conf
+	write_haproxy_conf "$hcfg" 127.0.0.1
+	sed -i 's/nbthread 2/nbthread 1/; s/127.0.0.1:16446/127.0.0.1:26446/; s/127.0.0.1:16447/127.0.0.1:26447/' "$hcfg"
+	if [ -x "$BUILD/tests/proxy_run" ]; then
+		write_daemon_conf "$pcfg" "$SCRATCH/proxy-instr" "" on 127.0.0.1
+		sed -i 's/^port = 6450$/port = 26450/; s/^\[proxy\]$//' "$pcfg"
+		printf '[proxy]\nworkers = 1\npool_min_idle = 0\n' >>"$pcfg"
+		chmod 600 "$pcfg"
+	fi
+	for tag in haproxy proxy; do
+		local cmd=() port
+		case $tag in
+		haproxy) cmd=(haproxy -db -f "$hcfg") port=26446 ;;
+		proxy)
+			[ -x "$BUILD/tests/proxy_run" ] || continue
+			cmd=("$BUILD/tests/proxy_run" -c "$pcfg" -w db1 -r db2,db3) port=26450
+			;;
+		esac
+		ir1=$(instr_run $tag $port $INSTR_N1 "${cmd[@]}")
+		ir2=$(instr_run $tag $port $INSTR_N2 "${cmd[@]}")
+		if [ -z "$ir1" ] || [ -z "$ir2" ]; then
+			say "instructions: $tag not measured (logs: $SCRATCH/valgrind.$tag.*)"
+			continue
+		fi
+		csv 0 "$tag" ps1 1 router_instructions_per_q \
+			"$(awk -v a="$ir1" -v b="$ir2" -v n=$((INSTR_N2 - INSTR_N1)) 'BEGIN {printf "%.0f", (b - a) / n}')"
+		say "instructions: $tag $(awk -v a="$ir1" -v b="$ir2" -v n=$((INSTR_N2 - INSTR_N1)) 'BEGIN {printf "%.0f", (b - a) / n}') per point select (callgrind, $INSTR_N1 and $INSTR_N2 queries)"
+	done
+}
+
 # ---------------------------------------------------------------- main
 
 main() {
@@ -877,6 +949,7 @@ main() {
 		done
 	done
 
+	measure_instructions
 	if [[ " ${paths[*]} " == *" proxy "* ]]; then
 		measure_idle_rss "$(pgrep_daemon)" || say "idle-connection RSS not measured"
 	fi

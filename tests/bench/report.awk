@@ -422,7 +422,7 @@ function cls_target(area, text, mixpat, metric, thr,    i, j, ours, base, mix, m
 # carried. Unlike QPS, a path's cost per query hardly depends on who else
 # uses the cores.
 function cost_tables(    w, wl, unit, i, p, any, perfcols, ev, k, row) {
-	nperf = split("context_switches cpu_migrations instructions cycles", perfev, " ")
+	nperf = split("syscalls context_switches cpu_migrations instructions cycles", perfev, " ")
 	print ""
 	print "### Cost per query: CPU time (µs), router and whole machine"
 	print ""
@@ -456,5 +456,5 @@ function cost_tables(    w, wl, unit, i, p, any, perfcols, ev, k, row) {
 		}
 	}
 	print ""
-	print "The relay's ratio is against `haproxy_veth` (the same place), every other path's against `haproxy`. perf's hardware counters (instructions, cycles) appear only where the machine has them."
+	print "The relay's ratio is against `haproxy_veth` (the same place), every other path's against `haproxy`. Router syscalls and context switches per query come from `perf stat` (full run); instructions from perf where the machine has hardware counters, else from callgrind (one thread, point selects, HAProxy and the 6450 engine alone: user-space instructions only, the kernel's work for their system calls not included)."
 }
