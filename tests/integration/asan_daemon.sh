@@ -31,7 +31,8 @@ ITEST_STEER_EXTRA="local_handoff = off"
 ITEST_PROXY_EXTRA="workers = 2
 handshake_timeout_ms = 1000
 max_client_connections = 2000
-max_packet_size = 33554432" itest_write_config "$T/mysteer.conf"
+max_packet_size = 33554432
+client_packet_timeout_ms = 1000" itest_write_config "$T/mysteer.conf"
 # Tables made before the daemon starts, straight on the writer.
 sql $P1 "CREATE DATABASE IF NOT EXISTS hostile; CREATE TABLE IF NOT EXISTS hostile.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)"
 SB="sysbench --mysql-host=127.0.0.1 --mysql-user=app --mysql-password=app --mysql-db=hostile --tables=2 --table-size=2000"
@@ -75,7 +76,7 @@ still_up "normal traffic"
 python3 "$HOSTILE" proxy $PP >"$T/hostile.out" 2>&1
 rc=$?
 sed 's/^/# /' "$T/hostile.out"
-check "16 MB headers, 0-length packets, pipelines, closes mid-result: as expected" [ $rc -eq 0 ]
+check "16 MB headers, 0-length packets, pipelines, floods of COM_PING unread, a trickled packet, closes mid-result: as expected" [ $rc -eq 0 ]
 still_up "hostile 6450 clients"
 
 out=$(python3 "$(dirname "$0")/proxy_chaos.py" $PP 7 300 2>&1)

@@ -24,6 +24,7 @@ Each prints what it did as '# ' lines and one summary line
 import json
 import os
 import random
+import select
 import socket
 import struct
 import sys
@@ -192,6 +193,73 @@ def proxy(port):
     s.settimeout(30)
     if query(s, big) != 'rows':
         bad('large result not whole')
+    s.close()
+    cases += 1
+    # -- COM_PING and 5-byte COM_STMT_EXECUTE pipelined for 2 s without
+    # reading (the proxy stops taking commands past 1 MB of answers), then
+    # every answer read; and the same client gone without reading
+    for read_all in (True, False):
+        s = login(port)
+        unit = pkt(b'\x0e') + pkt(b'\x17\x07\x00\x00\x00')
+        s.setblocking(False)
+        sent, stop = 0, time.time() + 2
+        while time.time() < stop:
+            try:
+                sent += s.send((unit * 4096)[sent % len(unit):])  # the stream goes on whole
+            except BlockingIOError:
+                time.sleep(0.01)
+        if not read_all:
+            rst_close(s)
+            continue
+        # the last unit sent in part is finished while the answers are read
+        pending = unit[sent % len(unit):] if sent % len(unit) else b''
+        want = 2 * ((sent + len(pending)) // len(unit))
+        got, buf, give_up = 0, b'', time.time() + 120
+        while got < want and time.time() < give_up:
+            r, w, _ = select.select([s], [s] if pending else [], [], 1)
+            if w:
+                pending = pending[s.send(pending):]
+            if not r:
+                continue
+            d = s.recv(1 << 20)
+            if not d:
+                break
+            buf += d
+            off = 0
+            while len(buf) - off >= 4:
+                n = int.from_bytes(buf[off:off + 3], 'little')
+                if len(buf) - off < 4 + n:
+                    break
+                if buf[off + 4:off + 5] != (b'\x00' if got % 2 == 0 else b'\xff'):
+                    bad('pipelined ping/execute: answer %d is %r' % (got, buf[off + 4:off + 16]))
+                    got = want
+                    break
+                got += 1
+                off += 4 + n
+            buf = buf[off:]
+        if got < want:
+            bad('pipelined ping/execute: %d of %d answers' % (got, want))
+        s.close()
+        cases += 1
+    # -- a packet trickling in a byte at a time: ERR 1159 after
+    # client_packet_timeout_ms, then the end of the stream
+    s = login(port)
+    data = pkt(b'\x03SELECT ' + b'1' * 100)
+    s.settimeout(0.2)
+    code = None
+    for i in range(len(data)):
+        try:
+            s.sendall(data[i:i + 1])
+            n, p = read_packet(s)
+            code = struct.unpack('<H', p[1:3])[0] if p[:1] == b'\xff' else p[:8]
+            break
+        except socket.timeout:
+            continue
+        except (EOFError, ConnectionError) as e:
+            code = 'closed (%s)' % e
+            break
+    if code != 1159:
+        bad('trickled packet: %r, not ERR 1159' % (code,))
     s.close()
     cases += 1
     # -- in the middle of a transaction and of a prepared statement's answer

@@ -16,6 +16,7 @@ PROXY_RUN=$ITEST_BUILD/tests/proxy_run
 PP=6450
 ITEST_PROXY_EXTRA="handshake_timeout_ms = 1000
 max_client_connections = 40
+max_packet_size = 134217728
 read_your_writes = gtid
 read_your_writes_ms = 500
 workers = 2"
@@ -216,19 +217,44 @@ taken=$(echo "$out" | sed -n 's/^taken during the sleep: \([0-9]*\).*/\1/p')
 measured "pipelined 1 MB statements the kernel took while a statement ran: ${taken:-?} of 48"
 check "pipelined input is not all read while a statement runs (${taken:-?} of 48)" test "${taken:-99}" -lt 40
 check "and every pipelined statement is answered afterwards" grep -q "answers 49 of 49, 1 MB rows 48" <<<"$out"
-out=$(python3 - $PP <<'PY'
-import socket, sys
-socks, refused = [], 0
+out=$(python3 - $PP "$(dirname "$0")" <<'PY'
+import socket, sys, time
+sys.path.insert(0, sys.argv[2])
+from proxy_chaos import login
+port = int(sys.argv[1])
+def told_1040(d):
+    return d[4:5] == b'\xff' and d[5:7] == (1040).to_bytes(2, 'little')
+# 40 sessions logged in: the 41st connection is refused
+sessions = [login(port) for i in range(40)]
+s = socket.create_connection(("127.0.0.1", port), timeout=5)
+print("41st:", "refused" if told_1040(s.recv(4096)) else "greeted")
+s.close()
+for x in sessions:
+    x.close()
+time.sleep(0.5)
+# 45 connections that never log in: each is greeted; past half of
+# max_client_connections the oldest are told (ERR 1040) and closed
+socks, greeted, told = [], 0, 0
 for i in range(45):
-    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
-    d = s.recv(4096)
-    if d[4:5] == b'\xff' and d[5:7] == (1040).to_bytes(2, 'little'):
-        refused += 1
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    greeted += not told_1040(s.recv(4096))
     socks.append(s)
-print(refused)
+time.sleep(0.3)
+for s in socks:
+    s.setblocking(False)
+    try:
+        told += told_1040(s.recv(4096))
+    except BlockingIOError:
+        pass
+print("silent: greeted %d, told and closed %d" % (greeted, told))
 PY
 )
-check_eq "max_client_connections = 40: the 5 connections beyond get ERR 1040" 5 "$out"
+echo "$out" | sed 's/^/# /'
+check "max_client_connections = 40: with 40 sessions in, the 41st connection gets ERR 1040" \
+	grep -q "^41st: refused" <<<"$out"
+told=$(echo "$out" | sed -n 's/^silent: greeted 45, told and closed \([0-9]*\)$/\1/p')
+check "45 connections that never log in: all greeted, 25 or more of the oldest told ERR 1040 (${told:-?})" \
+	test "${told:-0}" -ge 25
 out=$(python3 "$(dirname "$0")/proxy_chaos.py" $PP 1 150 2>&1)
 measured "random and malformed commands: $out"
 check "random and malformed commands all get an answer (no hang)" grep -q "timeouts 0 " <<<"$out"

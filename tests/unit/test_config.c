@@ -81,7 +81,12 @@ START_TEST(test_shipped_config)
 	ck_assert(c->lookup && c->local_handoff && c->close_on_demote);
 	ck_assert_str_eq(c->relay_address, "127.0.0.1");
 	ck_assert_int_eq(c->read_your_writes, RYW_GTID);
-	ck_assert_uint_eq(c->max_packet_size, 1073741824u);
+	ck_assert_uint_eq(c->max_packet_size, 16777216u);
+	ck_assert_int_eq(c->client_packet_timeout_ms, 30000);
+	ck_assert_int_eq(c->client_idle_timeout_s, 28800);
+	ck_assert_uint_eq(c->max_client_buffer_bytes, 536870912u);
+	ck_assert_int_eq(c->max_session_history, 256);
+	ck_assert_uint_eq(c->max_session_bytes, 4194304u);
 	ck_assert_int_eq(c->pool_max_per_backend, 200);
 
 	ck_assert_uint_eq(c->nroutes, 3);
@@ -135,6 +140,11 @@ START_TEST(test_full_config)
 	ck_assert_str_eq(c->relay_address, "::1");
 	ck_assert_int_eq(c->workers, 3);
 	ck_assert_uint_eq(c->max_packet_size, 16777216u);
+	ck_assert_int_eq(c->client_packet_timeout_ms, 1500);
+	ck_assert_int_eq(c->client_idle_timeout_s, 600);
+	ck_assert_uint_eq(c->max_client_buffer_bytes, 8589934592ull); /* past 32 bits */
+	ck_assert_int_eq(c->max_session_history, 32);
+	ck_assert_uint_eq(c->max_session_bytes, 65536u);
 	ck_assert_int_eq(c->read_your_writes, RYW_WINDOW);
 	ck_assert_int_eq(c->pool_min_idle, 0);
 
@@ -152,7 +162,7 @@ START_TEST(test_full_config)
 	b = config_find_backend(c, "b");
 	ck_assert_int_eq(b->port, 3306);
 	ck_assert_int_eq(b->priority, 100);
-	ck_assert_int_eq(b->line, 53);
+	ck_assert_int_eq(b->line, 58);
 
 	const struct config_user *u = config_find_user(c, "h");
 	uint8_t want[20];
@@ -258,6 +268,10 @@ static const struct bad bad_configs[] = {
     {BE "[probe\n", 3, "without ']'"},
     {BE "[probe]\nfall = 2\nfall = 3\n", 5, "duplicate key \"fall\" in [probe]"},
     {BE "[proxy]\nmax_packet_size = 2000000000\n", 4, "max_packet_size: bad number"},
+    {BE "[proxy]\nclient_idle_timeout_s = 0\n", 4, "client_idle_timeout_s: bad number"},
+    {BE "[proxy]\nmax_client_buffer_bytes = 1000\n", 4,
+     "max_client_buffer_bytes: bad number \"1000\" (want 1048576..1099511627776)"},
+    {BE "[proxy]\nmax_session_history = -1\n", 4, "max_session_history: bad number"},
     {BE "[mysteerd]\nadmin_socket = /" /* 108+ characters */
         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",

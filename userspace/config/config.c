@@ -234,6 +234,7 @@ enum ktype {
 	K_STR,
 	K_INT,
 	K_U32,
+	K_U64,
 	K_BOOL,
 	K_LOGLEVEL,
 	K_WPOL,
@@ -285,6 +286,12 @@ static const struct keydef keydefs[] = {
     {SEC_PROXY, "max_client_connections", K_INT, F(max_client_connections), 1, 10000000},
     {SEC_PROXY, "handshake_timeout_ms", K_INT, F(handshake_timeout_ms), 1, 3600000},
     {SEC_PROXY, "max_packet_size", K_U32, F(max_packet_size), 1024, 1073741824},
+    {SEC_PROXY, "client_packet_timeout_ms", K_INT, F(client_packet_timeout_ms), 1, 3600000},
+    {SEC_PROXY, "client_idle_timeout_s", K_INT, F(client_idle_timeout_s), 1, 31536000},
+    {SEC_PROXY, "max_client_buffer_bytes", K_U64, F(max_client_buffer_bytes), 1048576,
+     1099511627776LL},
+    {SEC_PROXY, "max_session_history", K_INT, F(max_session_history), 1, 1000000},
+    {SEC_PROXY, "max_session_bytes", K_U64, F(max_session_bytes), 1024, 1099511627776LL},
     {SEC_PROXY, "read_your_writes", K_RYW, F(read_your_writes), 0, 0},
     {SEC_PROXY, "read_your_writes_ms", K_INT, F(read_your_writes_ms), 0, 3600000},
     {SEC_PROXY, "pool_max_per_backend", K_INT, F(pool_max_per_backend), 1, 1000000},
@@ -348,6 +355,7 @@ static bool set_fixed(struct pctx *p, const struct keydef *k, const char *value)
 	}
 	case K_INT:
 	case K_U32:
+	case K_U64:
 		if (!config_parse_int(value, k->min, k->max, &v)) {
 			fail(p, p->line, "%s: bad number \"%s\" (want %lld..%lld)", k->key, value,
 			     k->min, k->max);
@@ -355,8 +363,10 @@ static bool set_fixed(struct pctx *p, const struct keydef *k, const char *value)
 		}
 		if (k->type == K_INT)
 			*(int *)dst = (int)v;
-		else
+		else if (k->type == K_U32)
 			*(uint32_t *)dst = (uint32_t)v;
+		else
+			*(uint64_t *)dst = (uint64_t)v;
 		return true;
 	case K_BOOL:
 		b = parse_bool(value);
@@ -721,7 +731,12 @@ static void set_defaults(struct config *c)
 	c->workers = 0;
 	c->max_client_connections = 10000;
 	c->handshake_timeout_ms = 5000;
-	c->max_packet_size = 1073741824;
+	c->max_packet_size = 16777216;       /* MariaDB's max_allowed_packet default */
+	c->client_packet_timeout_ms = 30000; /* net_read_timeout's */
+	c->client_idle_timeout_s = 28800;    /* wait_timeout's */
+	c->max_client_buffer_bytes = 536870912;
+	c->max_session_history = 256;
+	c->max_session_bytes = 4194304;
 	c->read_your_writes = RYW_GTID;
 	c->read_your_writes_ms = 1000;
 	c->pool_max_per_backend = 200;

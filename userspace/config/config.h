@@ -83,6 +83,15 @@ struct config {
 	int workers; /* 0: one per core */
 	int max_client_connections, handshake_timeout_ms;
 	uint32_t max_packet_size;
+	/* R: a packet must arrive whole within this once it started; a
+	 * logged-in client that sends nothing this long is closed */
+	int client_packet_timeout_ms, client_idle_timeout_s;
+	/* R: all clients' buffers of large packets together */
+	uint64_t max_client_buffer_bytes;
+	/* R: a session's history (entries), and what the proxy keeps for it
+	 * (history and prepared statement texts, bytes) */
+	int max_session_history;
+	uint64_t max_session_bytes;
 	enum ryw_mode read_your_writes;
 	int read_your_writes_ms, pool_max_per_backend, pool_min_idle, pool_idle_timeout_ms;
 

@@ -400,7 +400,7 @@ static void on_answer_done(struct client *c, struct bconn *b)
 		c->gtid_blind = !(b->caps & CAP_SESSION_TRACK);
 	}
 	if (c->cur_hist && !ok) {
-		free(c->hist[--c->nhist].p);
+		hist_pop(c);
 		b->hist_applied = c->nhist;
 	}
 	if (c->cur_ps && c->cur_kind == RESP_PREPARE && !ok)

@@ -2,8 +2,11 @@
  * client.c - a client session from accept to close: the handshake and native
  * password auth, the commands it sends (COM_QUERY and the prepared statement
  * commands included), its output buffer, and the end of each command in
- * flight (an answer or an ERR). Routing is route.c's, the backends'
- * connections backend.c's.
+ * flight (an answer or an ERR). Also the bounds a client cannot pass: its
+ * output queue, its buffers within max_client_buffer_bytes, its packet and
+ * idle timeouts, the connections not logged in yet (the oldest makes room),
+ * and the end of a session at a bound (client_shed). Routing is route.c's,
+ * the backends' connections backend.c's.
  */
 #define _GNU_SOURCE
 #include "proxy/engine_int.h"
@@ -26,10 +29,23 @@ static const struct user_entry *find_user(const struct proxy_engine *e, const ch
 
 /* ---- output ---- */
 
-/* Whether to read from the client now: not while a command runs and the
- * commands it pipelined behind it already fill IN_HIGH_WATER. */
+/* Whether to take the client's next command now: not while its output
+ * queue holds OUT_CMD_MAX (it reads its answers first). */
+static bool client_takes(const struct client *c)
+{
+	return c->st != C_BUSY && !c->shedding && buf_used(&c->out) < OUT_CMD_MAX;
+}
+
+/* Whether to read from the client now: not while the commands it pipelined
+ * wait (behind a command that runs, or behind answers it has not read) and
+ * already fill IN_HIGH_WATER, nor while its output queue holds OUT_CMD_MAX.
+ * TCP holds the rest, as it would in front of a server. */
 static bool client_reads(const struct client *c)
 {
+	if (c->shedding)
+		return true; /* to drop it (shed_event) */
+	if (buf_used(&c->out) >= OUT_CMD_MAX)
+		return false;
 	return c->st != C_BUSY || buf_used(&c->in) < IN_HIGH_WATER;
 }
 
@@ -57,6 +73,80 @@ int client_flush(struct client *c)
 	buf_trim(&c->out);
 	client_update(c);
 	return 0;
+}
+
+/* ---- buffers within max_client_buffer_bytes ---- */
+
+static size_t buf_charge(size_t cap)
+{
+	return cap > CLIENT_BUF_FREE ? cap : 0;
+}
+
+static size_t client_charge(const struct client *c)
+{
+	return buf_charge(c->in.cap) + buf_charge(c->cmd.cap);
+}
+
+/* Takes n bytes of max_client_buffer_bytes; false when they are not left. */
+static bool client_buf_take(struct proxy_engine *e, size_t n)
+{
+	uint64_t max = atomic_load(&e->max_client_buf), v = atomic_load(&e->client_buf);
+
+	do {
+		if (v + n > max)
+			return false;
+	} while (!atomic_compare_exchange_weak(&e->client_buf, &v, v + n));
+	return true;
+}
+
+/* The count follows what the client's buffers hold now (after they shrank,
+ * or before they are freed with c->in and c->cmd emptied). */
+void client_buf_sync(struct client *c)
+{
+	size_t now = client_charge(c);
+
+	if (now > c->buf_charged)
+		atomic_fetch_add(&c->w->e->client_buf, now - c->buf_charged);
+	else
+		atomic_fetch_sub(&c->w->e->client_buf, c->buf_charged - now);
+	c->buf_charged = now;
+}
+
+/* buf_reserve of c->in or c->cmd within max_client_buffer_bytes: 0 done,
+ * 1 refused (the bound), -1 out of memory. */
+static int client_buf_reserve(struct client *c, struct buf *b, size_t more)
+{
+	size_t before = buf_charge(b->cap), after = buf_charge(buf_cap_for(b, more));
+
+	if (after > before) {
+		if (!client_buf_take(c->w->e, after - before))
+			return 1;
+		c->buf_charged += after - before;
+	}
+	if (buf_reserve(b, more) < 0) {
+		client_buf_sync(c);
+		return -1;
+	}
+	return 0;
+}
+
+/* The sequence id of the server's next packet in the client's state. */
+static uint8_t reply_seq(const struct client *c)
+{
+	return c->st == C_HANDSHAKE ? 2 : c->st == C_SWITCH ? 4 : 1;
+}
+
+static void buffers_full(struct client *c)
+{
+	char msg[200];
+
+	snprintf(msg, sizeof(msg),
+	         "Out of memory: the proxy's buffers for large packets of all clients are full "
+	         "(max_client_buffer_bytes = %llu)",
+	         (unsigned long long)atomic_load(&c->w->e->max_client_buf));
+	log_info("proxy: a large packet of %s from %s refused: max_client_buffer_bytes reached",
+	         c->user[0] ? c->user : "(not logged in)", c->host);
+	client_shed(c, 1041, "HY000", msg);
 }
 
 static void client_send(struct client *c, uint8_t seq, const uint8_t *p, size_t n)
@@ -95,8 +185,10 @@ void cmd_done(struct client *c)
 	c->has_exclude = false;
 	c->retries = 0;
 	c->cur_hist = false;
+	c->active_ms = now_ms();
 	buf_consume(&c->cmd, buf_used(&c->cmd));
 	buf_trim(&c->cmd);
+	client_buf_sync(c);
 }
 
 void cmd_fail(struct client *c, uint16_t code, const char *msg)
@@ -109,7 +201,7 @@ void cmd_fail(struct client *c, uint16_t code, const char *msg)
 		ps_drop_longdata(c, c->cur_ps);
 	c->cur_ps = NULL;
 	if (c->cur_hist && c->nhist > 0) {
-		free(c->hist[--c->nhist].p);
+		hist_pop(c);
 		if (c->wconn && c->wconn->hist_applied > c->nhist)
 			c->wconn->hist_applied = c->nhist;
 		if (c->rconn && c->rconn->hist_applied > c->nhist)
@@ -144,6 +236,15 @@ static int cmd_prepare(struct client *c, const uint8_t *p, size_t n)
 		         "(current value: %u)",
 		         max);
 		client_err(c, 1, 1461, "42000", msg);
+		return -1;
+	}
+	/* its text is kept for the session: within max_session_bytes */
+	if (!session_bytes_fit(c, n - 1)) {
+		snprintf(msg, sizeof(msg),
+		         "Out of memory: the session's prepared statements and history would pass "
+		         "max_session_bytes = %llu",
+		         (unsigned long long)atomic_load(&c->w->e->max_session_bytes));
+		client_err(c, 1, 1041, "HY000", msg);
 		return -1;
 	}
 	ps = ps_new(c, p + 1, n - 1);
@@ -301,10 +402,16 @@ static void client_command(struct client *c, const uint8_t *p, size_t n)
 		client_err(c, 1, 1047, "08S01", "Unknown command");
 		return;
 	}
-	if (buf_append(&c->cmd, p, n) < 0) {
+	switch (client_buf_reserve(c, &c->cmd, n)) {
+	case 1:
+		buffers_full(c);
+		return;
+	case -1:
 		c->closing = true;
 		return;
 	}
+	memcpy(c->cmd.d + c->cmd.len, p, n);
+	c->cmd.len += n;
 	switch (p[0]) {
 	case COM_QUIT:
 		c->closing = true;
@@ -320,7 +427,7 @@ static void client_command(struct client *c, const uint8_t *p, size_t n)
 			memcpy(c->db, p + 1, n - 1);
 			c->db[n - 1] = 0;
 		}
-		if (hist_add(c, p, n) < 0)
+		if (hist_add(c, p, n) < 0) /* 1: it runs on the writer (c->route) */
 			c->closing = true;
 		break;
 	case COM_FIELD_LIST:
@@ -330,7 +437,7 @@ static void client_command(struct client *c, const uint8_t *p, size_t n)
 		c->cur_kind = RESP_ONE_PACKET;
 		break;
 	case COM_SET_OPTION:
-		if (hist_add(c, p, n) < 0)
+		if (hist_add(c, p, n) < 0) /* 1: it runs on the writer (c->route) */
 			c->closing = true;
 		break;
 	case COM_RESET_CONNECTION:
@@ -409,6 +516,64 @@ static void deny(struct client *c, uint8_t seq, bool with_password)
 	c->closing = true;
 }
 
+/* ---- connections not logged in yet ---- */
+
+static void preauth_unlink(struct client *c)
+{
+	struct worker *w = c->w;
+
+	if (!c->preauth)
+		return;
+	if (c->pre_prev)
+		c->pre_prev->pre_next = c->pre_next;
+	else
+		w->pre_head = c->pre_next;
+	if (c->pre_next)
+		c->pre_next->pre_prev = c->pre_prev;
+	else
+		w->pre_tail = c->pre_prev;
+	c->pre_prev = c->pre_next = NULL;
+	c->preauth = false;
+	w->npre--;
+}
+
+static void preauth_link(struct client *c)
+{
+	struct worker *w = c->w;
+
+	c->preauth = true;
+	c->pre_prev = w->pre_tail;
+	c->pre_next = NULL;
+	if (w->pre_tail)
+		w->pre_tail->pre_next = c;
+	else
+		w->pre_head = c;
+	w->pre_tail = c;
+	w->npre++;
+}
+
+/*
+ * The oldest connection of the worker that has not logged in goes, to make
+ * room for a new one: silent sockets (or slow handshakes) then cannot hold
+ * every place and lock real clients out. It is told, as a server at
+ * max_connections would tell it. False when there is none.
+ */
+static bool preauth_evict(struct worker *w)
+{
+	struct client *c = w->pre_head;
+
+	if (!c)
+		return false;
+	log_debug("proxy: the oldest connection not logged in (from %s) makes room", c->host);
+	client_err(c, reply_seq(c), 1040, "08004",
+	           "Too many connections (mysteer: the oldest connection not logged in made "
+	           "room for a new one)");
+	if (client_flush(c) < 0)
+		log_debug("proxy: telling %s: %s", c->host, strerror(errno));
+	client_close(c);
+	return true;
+}
+
 static void check_password(struct client *c, const uint8_t *reply, size_t n, uint8_t seq)
 {
 	const struct user_entry *u = find_user(c->w->e, c->user);
@@ -419,6 +584,8 @@ static void check_password(struct client *c, const uint8_t *reply, size_t n, uin
 	}
 	c->st = C_IDLE;
 	c->deadline_ms = 0;
+	c->active_ms = now_ms();
+	preauth_unlink(c);
 	/* warm connections log in like the last client of this user, so that
 	 * the next one of its kind can take them */
 	for (size_t i = 0; i < c->w->nghosts; i++)
@@ -463,15 +630,13 @@ static void client_auth(struct client *c, const uint8_t *p, size_t n, uint8_t se
 	check_password(c, r.auth, r.auth_len, (uint8_t)(seq + 1));
 }
 
-/* Handles the whole packets the client sent, while it may. */
-void client_process(struct client *c)
+/* Handles the whole packets in c->in while the client may send commands.
+ * True when it stopped for the answers queued (OUT_CMD_MAX). */
+static bool take_packets(struct client *c)
 {
 	struct proxy_engine *e = c->w->e;
 
-	if (c->in_process || c->dead)
-		return;
-	c->in_process = true;
-	while (!c->closing && !c->dead && c->st != C_BUSY) {
+	while (!c->closing && !c->dead && client_takes(c)) {
 		size_t total, payload;
 		uint8_t seq, *p = c->in.d + c->in.off;
 		/* before login, only a handshake response or an auth switch
@@ -480,32 +645,171 @@ void client_process(struct client *c)
 		size_t max = c->st == C_IDLE ? e->max_packet : PREAUTH_MAX_PACKET;
 		int r = pkt_whole(p, buf_used(&c->in), max, &total, &payload, &seq);
 
-		if (r == 0)
-			break;
+		if (r == 0) {
+			/* the packet it is sending is not whole yet: since when */
+			if (!buf_used(&c->in))
+				c->pkt_since_ms = 0;
+			else if (!c->pkt_since_ms)
+				c->pkt_since_ms = now_ms();
+			return false;
+		}
+		c->pkt_since_ms = 0;
 		if (r < 0) {
-			client_err(c, 1, 1153, "08S01",
-			           "Got a packet bigger than 'max_allowed_packet' bytes");
-			c->closing = true;
-			break;
+			log_info("proxy: a packet of %s from %s is past max_packet_size",
+			         c->user[0] ? c->user : "(not logged in)", c->host);
+			client_shed(c, 1153, "08S01",
+			            "Got a packet bigger than 'max_allowed_packet' bytes");
+			return false;
 		}
 		pkt_join(p, p, payload);
 		if (c->st == C_IDLE)
 			client_command(c, p, payload);
 		else
 			client_auth(c, p, payload, seq);
-		if (!c->dead)
+		if (!c->dead && !c->shedding)
 			buf_consume(&c->in, total);
 	}
+	return !c->closing && !c->dead && c->st != C_BUSY && !c->shedding;
+}
+
+/* Handles the whole packets the client sent, while it may: when the
+ * answers it did not read yet fill OUT_CMD_MAX, the rest waits until the
+ * socket takes them (at once, or at its EPOLLOUT). */
+void client_process(struct client *c)
+{
+	bool paused;
+
+	if (c->in_process || c->dead)
+		return;
+	c->in_process = true;
+	do {
+		paused = take_packets(c);
+		if (c->dead || c->shedding)
+			break;
+		if (client_flush(c) < 0)
+			c->closing = true;
+	} while (paused && !c->closing && client_takes(c));
 	c->in_process = false;
-	if (c->dead)
+	if (c->dead || c->shedding)
 		return;
 	buf_trim(&c->in);
+	/* a command answered here (COM_PING, an ERR) is over: its copy goes */
+	if (c->st != C_BUSY) {
+		buf_consume(&c->cmd, buf_used(&c->cmd));
+		buf_trim(&c->cmd);
+	}
+	client_buf_sync(c);
 	if (client_flush(c) < 0 || c->closing)
+		client_close(c);
+}
+
+/* The ERR goes out, then the end of the stream (a FIN, not a reset). */
+static void shed_flush(struct client *c)
+{
+	if (client_flush(c) < 0) {
+		c->closing = true;
+		return;
+	}
+	if (buf_used(&c->out) == 0 && !c->shut_wr) {
+		c->shut_wr = true;
+		if (shutdown(c->fd, SHUT_WR) < 0)
+			c->closing = true;
+	}
+}
+
+/*
+ * Ends the session at a bound it hit: the ERR a server would send, then no
+ * more of what it sends is taken. Its input is read and dropped for
+ * SHED_MS at most (so that a client still sending reads the ERR, not a
+ * reset), then the connection closes; at once if it is in a command.
+ */
+void client_shed(struct client *c, uint16_t code, const char *state, const char *msg)
+{
+	if (c->dead || c->shedding)
+		return;
+	client_err(c, reply_seq(c), code, state, msg);
+	if (c->st == C_BUSY) {
+		c->closing = true;
+		return;
+	}
+	c->shedding = true;
+	c->deadline_ms = now_ms() + SHED_MS;
+	buf_free(&c->in);
+	client_buf_sync(c);
+	shed_flush(c);
+}
+
+/* A shed client: what it sends is dropped until it closes. */
+static void shed_event(struct client *c, uint32_t events)
+{
+	uint8_t junk[16384];
+
+	if (events & EPOLLOUT)
+		shed_flush(c);
+	if (c->closing) {
+		client_close(c);
+		return;
+	}
+	for (;;) {
+		ssize_t n = recv(c->fd, junk, sizeof(junk), 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (n <= 0) {
+			client_close(c);
+			return;
+		}
+	}
+}
+
+/* The sweep's checks of one client: its handshake, a packet that does not
+ * come whole, a logged-in session that sends nothing, the end of a shed. */
+void client_timeouts(struct client *c, uint64_t now)
+{
+	struct proxy_engine *e = c->w->e;
+	int packet_ms = atomic_load(&e->client_packet_ms), idle_s = atomic_load(&e->client_idle_s);
+	char msg[200];
+
+	if (c->shedding || c->st == C_HANDSHAKE || c->st == C_SWITCH) {
+		if (now > c->deadline_ms) {
+			if (!c->shedding)
+				log_debug("proxy: handshake timeout from %s", c->host);
+			client_close(c);
+		}
+		return;
+	}
+	if (c->st != C_IDLE)
+		return;
+	/* not while its answers fill the queue: then the proxy does not read it */
+	if (c->pkt_since_ms && buf_used(&c->out) < OUT_CMD_MAX &&
+	    now - c->pkt_since_ms > (uint64_t)packet_ms) {
+		log_debug("proxy: a packet of %s from %s did not come whole in %d ms", c->user,
+		          c->host, packet_ms);
+		snprintf(msg, sizeof(msg),
+		         "Got timeout reading communication packets (mysteer: a packet did not "
+		         "come whole within client_packet_timeout_ms = %d)",
+		         packet_ms);
+		client_shed(c, 1159, "08S01", msg);
+	} else if (!c->pkt_since_ms && now - c->active_ms > (uint64_t)idle_s * 1000) {
+		log_debug("proxy: a session of %s from %s idle for %d s closes", c->user, c->host,
+		          idle_s);
+		snprintf(msg, sizeof(msg),
+		         "Got timeout reading communication packets (mysteer: idle longer than "
+		         "client_idle_timeout_s = %d)",
+		         idle_s);
+		client_shed(c, 1159, "08S01", msg);
+	}
+	if (c->closing)
 		client_close(c);
 }
 
 void client_event(struct client *c, uint32_t events)
 {
+	if (c->shedding) {
+		shed_event(c, events);
+		return;
+	}
 	if (events & EPOLLOUT) {
 		if (client_flush(c) < 0) {
 			client_close(c);
@@ -514,6 +818,12 @@ void client_event(struct client *c, uint32_t events)
 		/* A backend paused for this client's buffer may go on. */
 		if (c->cur && !c->cur->dead && buf_used(&c->out) < OUT_HIGH_WATER) {
 			bconn_pump(c->cur);
+			if (c->dead)
+				return;
+		}
+		/* Commands held back while the answers piled up may go on. */
+		if (buf_used(&c->in) > 0 && client_takes(c)) {
+			client_process(c);
 			if (c->dead)
 				return;
 		}
@@ -530,8 +840,12 @@ void client_event(struct client *c, uint32_t events)
 		return;
 	}
 	for (;;) {
-		if (buf_reserve(&c->in, 16384) < 0) {
-			client_close(c);
+		int r = client_buf_reserve(c, &c->in, 16384);
+		if (r != 0) {
+			if (r > 0)
+				buffers_full(c);
+			if (r < 0 || c->closing)
+				client_close(c);
 			return;
 		}
 		ssize_t n = recv(c->fd, c->in.d + c->in.len, c->in.cap - c->in.len, 0);
@@ -544,7 +858,10 @@ void client_event(struct client *c, uint32_t events)
 			return;
 		}
 		c->in.len += (size_t)n;
-		if (c->in.len < c->in.cap || !client_reads(c))
+		c->active_ms = now_ms();
+		/* whole packets are handled before more is read: a client
+		 * sending without pause is not read into memory unbounded */
+		if (c->in.len < c->in.cap || !client_reads(c) || buf_used(&c->in) >= IN_HIGH_WATER)
 			break;
 	}
 	client_process(c);
@@ -567,6 +884,51 @@ static void refuse(int fd, uint16_t code, const char *msg)
 	close(fd);
 }
 
+/* Out of file descriptors: the oldest connection not logged in makes room
+ * (then true: accept again), else the listener pauses until the next sweep,
+ * since it would report the same backlog at once again. */
+static bool out_of_fds(struct worker *w)
+{
+	if (preauth_evict(w))
+		return true;
+	if (!w->accept_paused) {
+		log_warn("proxy: accept: %s: new connections wait", strerror(EMFILE));
+		w->accept_paused = true;
+		if (epoll_ctl(w->ep, EPOLL_CTL_DEL, w->lfd, NULL) < 0)
+			log_warn("proxy: pausing the listener: %s", strerror(errno));
+	}
+	return false;
+}
+
+void accept_resume(struct worker *w)
+{
+	if (!w->accept_paused)
+		return;
+	w->accept_paused = false;
+	if (ep_add(w, w->lfd, EPOLLIN, &w->ltype) < 0)
+		log_warn("proxy: resuming the listener: %s", strerror(errno));
+}
+
+/* A connection beyond max_client_connections, or beyond the worker's share
+ * of connections not logged in: the oldest of those makes room, else it is
+ * refused. True when it may be served. */
+static bool admit(struct worker *w, int fd)
+{
+	struct proxy_engine *e = w->e;
+
+	if (w->npre >= w->pre_max)
+		preauth_evict(w);
+	for (;;) {
+		if (atomic_fetch_add(&e->nclients, 1) < e->max_clients)
+			return true;
+		atomic_fetch_sub(&e->nclients, 1);
+		if (!preauth_evict(w)) {
+			refuse(fd, 1040, "Too many connections");
+			return false;
+		}
+	}
+}
+
 /*
  * One client per call: the listener is level-triggered, so a backlog is
  * reported again by the next epoll_wait, while accepting on until EAGAIN
@@ -583,17 +945,15 @@ void accept_clients(struct worker *w)
 
 	do
 		fd = accept4(w->lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	while (fd < 0 && errno == EINTR);
+	while (fd < 0 &&
+	       (errno == EINTR || ((errno == EMFILE || errno == ENFILE) && out_of_fds(w))));
 	if (fd < 0) {
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EMFILE && errno != ENFILE)
 			log_warn("proxy: accept: %s", strerror(errno));
 		return;
 	}
-	if (atomic_fetch_add(&e->nclients, 1) >= e->max_clients) {
-		atomic_fetch_sub(&e->nclients, 1);
-		refuse(fd, 1040, "Too many connections");
+	if (!admit(w, fd))
 		return;
-	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		atomic_fetch_sub(&e->nclients, 1);
@@ -629,7 +989,9 @@ void accept_clients(struct worker *w)
 	if (w->clients)
 		w->clients->prev = c;
 	w->clients = c;
+	preauth_link(c);
 	c->deadline_ms = now_ms() + (uint64_t)e->handshake_timeout_ms;
+	c->active_ms = now_ms();
 	send_handshake(c);
 	if (client_flush(c) < 0)
 		client_close(c);
@@ -641,6 +1003,7 @@ void client_close(struct client *c)
 
 	if (c->dead)
 		return;
+	preauth_unlink(c);
 	wait_dequeue(c);
 	reader_release(c);
 	if (c->wconn)

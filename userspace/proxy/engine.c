@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
@@ -51,6 +52,7 @@ static void reap(struct worker *w)
 		w->dead_clients = c->next_dead;
 		hist_clear(c);
 		free(c->hist);
+		atomic_fetch_sub(&w->e->client_buf, c->buf_charged);
 		while (c->stmts)
 			ps_free(c, c->stmts);
 		buf_free(&c->scratch);
@@ -61,7 +63,7 @@ static void reap(struct worker *w)
 	}
 }
 
-/* Drops clients that did not finish the handshake in time. */
+/* The pool's and the waits' periodic work, and every client's timeouts. */
 static void sweep(struct worker *w)
 {
 	uint64_t now = now_ms();
@@ -77,12 +79,10 @@ static void sweep(struct worker *w)
 		waiters_run(w);
 	pool_yield(w);
 	pool_warm(w);
+	accept_resume(w);
 	for (struct client *c = w->clients, *next; c; c = next) {
 		next = c->next;
-		if ((c->st == C_HANDSHAKE || c->st == C_SWITCH) && now > c->deadline_ms) {
-			log_debug("proxy: handshake timeout from %s", c->host);
-			client_close(c);
-		}
+		client_timeouts(c, now);
 	}
 }
 
@@ -225,6 +225,11 @@ void proxy_engine_reload(struct proxy_engine *e, const struct config *cfg)
 	atomic_store(&e->pool_min_idle, cfg->pool_min_idle);
 	atomic_store(&e->trust_routines, cfg->trust_routine_characteristics);
 	atomic_store(&e->least_conn, cfg->reader_policy == READER_POLICY_LEAST_CONN);
+	atomic_store(&e->client_packet_ms, cfg->client_packet_timeout_ms);
+	atomic_store(&e->client_idle_s, cfg->client_idle_timeout_s);
+	atomic_store(&e->max_client_buf, cfg->max_client_buffer_bytes);
+	atomic_store(&e->max_hist, cfg->max_session_history);
+	atomic_store(&e->max_session_bytes, cfg->max_session_bytes);
 }
 
 void proxy_engine_stop(struct proxy_engine *e)
@@ -263,6 +268,10 @@ static int worker_init(struct worker *w, struct proxy_engine *e, const char *add
                        char *err, size_t errlen)
 {
 	w->e = e;
+	/* connections not logged in may hold half of max_client_connections */
+	w->pre_max = e->max_clients / 2 / e->nworkers;
+	if (w->pre_max < 1)
+		w->pre_max = 1;
 	w->ltype = EV_LISTEN;
 	w->wtype = EV_WAKE;
 	w->rnd = (unsigned)(now_ms() ^ (uintptr_t)w);
@@ -287,6 +296,30 @@ static int worker_init(struct worker *w, struct proxy_engine *e, const char *add
 	return 0;
 }
 
+/* Every client and backend connection is a file descriptor: the soft limit
+ * (often 1024) goes up to the hard one, and a hard limit below what
+ * max_client_connections needs is said (accept_clients copes with running
+ * out: the oldest connection not logged in makes room). */
+static void raise_nofile(const struct config *cfg)
+{
+	struct rlimit rl;
+	rlim_t want = (rlim_t)cfg->max_client_connections + 1024;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0) {
+		log_warn("proxy: getrlimit(RLIMIT_NOFILE): %s", strerror(errno));
+		return;
+	}
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			log_warn("proxy: setrlimit(RLIMIT_NOFILE): %s", strerror(errno));
+	}
+	if (rl.rlim_max < want)
+		log_warn("proxy: at most %llu open files (RLIMIT_NOFILE): fewer than "
+		         "max_client_connections (%d) and the backend connections need",
+		         (unsigned long long)rl.rlim_max, cfg->max_client_connections);
+}
+
 struct proxy_engine *proxy_engine_start(const struct config *cfg, const char *addr, uint16_t port,
                                         char *err, size_t errlen)
 {
@@ -297,6 +330,7 @@ struct proxy_engine *proxy_engine_start(const struct config *cfg, const char *ad
 		snprintf(err, errlen, "proxy: out of memory");
 		return NULL;
 	}
+	raise_nofile(cfg);
 	copy_users(e, cfg);
 	e->max_clients = cfg->max_client_connections;
 	e->handshake_timeout_ms = cfg->handshake_timeout_ms;

@@ -35,6 +35,21 @@
 /* stop reading a client past this much pipelined input while its command
  * runs: TCP holds the rest, as it would in front of a server */
 #define IN_HIGH_WATER (4u << 20)
+/* take no further command of a client while this much of its output waits
+ * to be sent: the answers the proxy makes itself (COM_PING, ERR) would
+ * otherwise pile up for a client that pipelines without reading */
+#define OUT_CMD_MAX (1u << 20)
+/* A client buffer (input, or the command kept for a retry) grown past this
+ * for a large packet counts whole toward max_client_buffer_bytes; smaller
+ * ones are bounded by max_client_connections. */
+#define CLIENT_BUF_FREE (64u << 10)
+/* After the ERR that ends a session (a bound hit), what the client still
+ * sends is read and dropped this long at most, so that it reads the ERR
+ * rather than a connection reset. */
+#define SHED_MS 2000
+/* A pooled connection keeps the image of the history replayed on it (to
+ * serve a session with the same one without a reset) only up to this. */
+#define HIST_IMAGE_MAX (64u << 10)
 /* a session gets back the connection it parked this recently (pool_take) */
 #define AFFINITY_MS   5
 #define MAX_RETRIES   2
@@ -147,6 +162,12 @@ struct bconn;
 
 struct client {
 	enum ev_type type; /* first: epoll data points here */
+	/* the session is over (a bound was hit): its ERR is sent, what it
+	 * still sends is dropped until it closes or deadline_ms (SHED_MS) */
+	bool shedding, shut_wr;
+	/* not logged in yet: in the worker's list of those, oldest first */
+	bool preauth;
+	struct client *pre_prev, *pre_next;
 	/* a ghost: no socket, only the login of a user with a plain password,
 	 * for warm pool connections (pool_min_idle); warming[id] counts the
 	 * connections logging in; warm_retry[id] spaces out the logins to a
@@ -160,6 +181,11 @@ struct client {
 	struct client *prev, *next;
 	uint64_t deadline_ms;
 	struct buf in, out;
+	/* client_idle_timeout_s counts from active_ms: its last bytes, or the
+	 * end of its last command; client_packet_timeout_ms from pkt_since_ms:
+	 * when the packet it is sending started to come (0: none) */
+	uint64_t active_ms, pkt_since_ms;
+	size_t buf_charged; /* its part of e->client_buf (client_buf_sync) */
 	uint8_t scramble[SCRAMBLE_LEN], stage1[SHA1_LEN];
 	char user[128], host[INET6_ADDRSTRLEN];
 	char db0[256]; /* the schema named at connect: backends log in with it */
@@ -169,6 +195,9 @@ struct client {
 	/* session */
 	struct hist *hist;
 	size_t nhist, hist_cap;
+	/* bytes of the history's commands and of its prepared statements'
+	 * texts: together within max_session_bytes */
+	size_t hist_bytes, ps_bytes;
 	bool in_trans, ro_trans, autocommit_off, pin_writer;
 	uint64_t ryw_until_ms;
 	/* what LAST_INSERT_ID() returns for the session, read from the writer
@@ -315,6 +344,12 @@ struct proxy_engine {
 	size_t nusers;
 	int max_clients, handshake_timeout_ms;
 	uint32_t max_packet;
+	/* the bounds of a client that reload may change ([proxy] keys) */
+	_Atomic int client_packet_ms, client_idle_s, max_hist;
+	_Atomic uint64_t max_client_buf, max_session_bytes;
+	/* what the clients' buffers past CLIENT_BUF_FREE hold now, within
+	 * max_client_buf (client.c) */
+	_Atomic uint64_t client_buf;
 	uint32_t ps_per_conn, ps_per_session; /* prepared statement caps (testenv.h) */
 	_Atomic int ryw_mode, ryw_ms;
 	_Atomic int pool_max, pool_idle_ms, pool_min_idle;
@@ -360,6 +395,11 @@ struct worker {
 	int ep, lfd, wakefd;
 	enum ev_type ltype, wtype;
 	struct client *clients;
+	/* clients not logged in yet, oldest first: past pre_max the oldest
+	 * makes room for a new connection (client.c, accept_clients) */
+	struct client *pre_head, *pre_tail;
+	int npre, pre_max;
+	bool accept_paused; /* out of file descriptors: until the next sweep */
 	struct client *dead_clients;
 	struct bconn *dead_bconns;
 	volatile bool stop;
@@ -417,6 +457,19 @@ static inline int buf_reserve(struct buf *b, size_t more)
 static inline size_t buf_used(const struct buf *b)
 {
 	return b->len - b->off;
+}
+
+/* The capacity b would have after buf_reserve(b, more). */
+static inline size_t buf_cap_for(const struct buf *b, size_t more)
+{
+	size_t need = buf_used(b) + more, cap;
+
+	if (b->cap - b->len >= more || b->cap >= need)
+		return b->cap;
+	cap = b->cap ? b->cap : 4096;
+	while (cap < need)
+		cap *= 2;
+	return cap;
 }
 
 static inline void buf_consume(struct buf *b, size_t n)
@@ -590,12 +643,18 @@ void bconn_answers(struct bconn *b);
 
 /* route.c: routing and the session history */
 void hist_clear(struct client *c);
+void hist_pop(struct client *c);
+/* Whether n more bytes of the session's (a prepared statement's text) fit
+ * in max_session_bytes with its history. */
+bool session_bytes_fit(const struct client *c, size_t n);
 uint64_t hist_fingerprint(const struct client *c, size_t upto);
 uint8_t *hist_image(const struct client *c, size_t upto, size_t *len);
 bool hist_image_matches(const struct client *c, const struct bconn *b, uint64_t fp);
 int send_cmd(struct client *c, struct bconn *b);
 int queue_internal(struct bconn *b, const char *sql);
 void route_cmd(struct client *c);
+/* 0: recorded; 1: past max_session_history, not recorded: the session is
+ * pinned to the writer instead; -1: out of memory. */
 int hist_add(struct client *c, const uint8_t *p, size_t n);
 void route_classify(struct client *c, const uint8_t *sql, size_t len, struct cls_result *res);
 void route_decide(struct client *c, enum cls_token tok, uint32_t flags, enum cls_reason reason,
@@ -616,11 +675,15 @@ static inline uint32_t readers_gen(uint64_t word)
 
 /* client.c: client sessions */
 void client_close(struct client *c);
+void client_shed(struct client *c, uint16_t code, const char *state, const char *msg);
+void client_buf_sync(struct client *c);
+void client_timeouts(struct client *c, uint64_t now);
 int client_flush(struct client *c);
 void cmd_done(struct client *c);
 void cmd_fail(struct client *c, uint16_t code, const char *msg);
 void client_process(struct client *c);
 void client_event(struct client *c, uint32_t events);
 void accept_clients(struct worker *w);
+void accept_resume(struct worker *w);
 
 #endif

@@ -39,7 +39,8 @@ DAEMON_OBJS += $(PROXY_OBJS) $(CLASSIFY_OBJS)
 INTEG_TESTS += tests/integration/proxy.sh tests/integration/proxy_routines.sh \
 	       tests/integration/proxy_pool.sh tests/integration/proxy_mux.sh \
 	       tests/integration/proxy_pscap.sh tests/integration/proxy_pwait.sh \
-	       tests/integration/proxy_psmux.sh tests/integration/proxy_fair.sh
+	       tests/integration/proxy_psmux.sh tests/integration/proxy_fair.sh \
+	       tests/integration/proxy_bounds.sh
 
 # proxy_psmux: prepared statements and multiplexing (proxy_psmux.sh).
 BINS += $(BUILD)/tests/proxy_psmux

@@ -442,6 +442,8 @@ uint8_t *hist_image(const struct client *c, size_t upto, size_t *len)
 
 	for (size_t i = 0; i < upto && i < c->nhist; i++)
 		n += sizeof(uint32_t) + c->hist[i].n;
+	if (n > HIST_IMAGE_MAX)
+		return NULL; /* the pool resets it rather than keep that much */
 	img = malloc(n);
 	if (!img)
 		return NULL;
@@ -485,6 +487,20 @@ void hist_clear(struct client *c)
 	for (size_t i = 0; i < c->nhist; i++)
 		free(c->hist[i].p);
 	c->nhist = 0;
+	c->hist_bytes = 0;
+}
+
+/* The last entry goes (its command failed). */
+void hist_pop(struct client *c)
+{
+	c->nhist--;
+	c->hist_bytes -= c->hist[c->nhist].n;
+	free(c->hist[c->nhist].p);
+}
+
+bool session_bytes_fit(const struct client *c, size_t n)
+{
+	return c->hist_bytes + c->ps_bytes + n <= atomic_load(&c->w->e->max_session_bytes);
 }
 
 /* An earlier identical statement is superseded by the new one: applications
@@ -498,6 +514,7 @@ static void hist_drop_same(struct client *c, const uint8_t *p, size_t n)
 		if (c->hist[i].n != n || memcmp(c->hist[i].p, p, n))
 			continue;
 		free(c->hist[i].p);
+		c->hist_bytes -= n;
 		memmove(&c->hist[i], &c->hist[i + 1], (c->nhist - i - 1) * sizeof(c->hist[0]));
 		c->nhist--;
 		for (int k = 0; k < 2; k++)
@@ -507,9 +524,24 @@ static void hist_drop_same(struct client *c, const uint8_t *p, size_t n)
 	}
 }
 
+/*
+ * The history is what a connection taken from the pool replays, so it must
+ * stay small: past max_session_history entries or max_session_bytes the
+ * session stays on the writer, where the statement runs, from then on (a
+ * connection of its own: nothing more needs replaying) rather than grow.
+ */
 int hist_add(struct client *c, const uint8_t *p, size_t n)
 {
 	hist_drop_same(c, p, n);
+	if (c->nhist >= (size_t)atomic_load(&c->w->e->max_hist) || !session_bytes_fit(c, n)) {
+		if (!c->pin_writer)
+			log_debug("proxy: the history of a session of %s is at max_session_history "
+			          "or max_session_bytes: it stays on the writer from now on",
+			          c->user);
+		c->pin_writer = true;
+		c->route = R_WRITER;
+		return 1;
+	}
 	if (c->nhist == c->hist_cap) {
 		size_t cap = c->hist_cap ? c->hist_cap * 2 : 8;
 		struct hist *h = realloc(c->hist, cap * sizeof(*h));
@@ -524,6 +556,7 @@ int hist_add(struct client *c, const uint8_t *p, size_t n)
 	memcpy(c->hist[c->nhist].p, p, n);
 	c->hist[c->nhist].n = n;
 	c->nhist++;
+	c->hist_bytes += n;
 	c->cur_hist = true;
 	return 0;
 }
@@ -575,8 +608,13 @@ void route_decide(struct client *c, enum cls_token tok, uint32_t flags, enum cls
 		}
 		if ((flags & CLS_F_SET_TRANSACTION) && !c->ro_trans)
 			return; /* applies to the next transaction: the writer's */
-		if (hist_add(c, c->cmd.d + c->cmd.off, buf_used(&c->cmd)) < 0)
+		switch (hist_add(c, c->cmd.d + c->cmd.off, buf_used(&c->cmd))) {
+		case 1:
+			return; /* pinned: runs on the writer */
+		case -1:
 			c->closing = true;
+			break;
+		}
 		c->route = c->ro_trans ? R_TRX : R_LAST;
 		return;
 	case CLS_BEGIN_RO:

@@ -205,6 +205,7 @@ void ps_free(struct client *c, struct pstmt *ps)
 	if (c->cur_ps == ps)
 		c->cur_ps = NULL;
 	c->nstmts--;
+	c->ps_bytes -= ps->key->len;
 	ps_drop_longdata(c, ps);
 	skey_put(c->w, ps->key);
 	free(ps->types);
@@ -224,6 +225,7 @@ struct pstmt *ps_new(struct client *c, const uint8_t *sql, size_t len)
 	ps->next = c->stmts;
 	c->stmts = ps;
 	c->nstmts++;
+	c->ps_bytes += len;
 	return ps;
 }
 
