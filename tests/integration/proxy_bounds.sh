@@ -8,7 +8,8 @@
 #   - max_packet_size (16 MiB by default), client_packet_timeout_ms,
 #     client_idle_timeout_s and max_client_buffer_bytes each end with the ERR
 #     a client is told about;
-#   - silent connections that never log in cannot lock real clients out.
+#   - silent connections that never log in cannot lock real clients out;
+#   - silent admin connections cannot lock mysteerctl out.
 # Memory figures are the daemon's VmRSS; the assertion is a generous bound
 # (+32 MB) that the unbounded code broke by far (+100 MB and more).
 . "$(dirname "$0")/lib.sh"
@@ -82,6 +83,11 @@ pb silent $PP 3000
 check "3000 silent connections (max_client_connections 1000): a real login succeeds" [ $? -eq 0 ]
 sleep 1
 check "after them: 6450 serves" serves
+
+# --- the admin socket -------------------------------------------------------------------------
+# MYSTEER_TEST_ADMIN_IDLE_MS is not set: the default idle bound (5 s) applies
+pb admin "$T/admin.sock" 300 5 "$MYSTEERCTL" --socket "$T/admin.sock"
+check "300 silent admin connections: status answers, at most 64 held, none after the idle bound" [ $? -eq 0 ]
 
 check "mysteerd still runs" kill -0 "$PID"
 itest_done

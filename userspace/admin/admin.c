@@ -1,7 +1,9 @@
 /*
  * admin.c - see admin.h. One request line in, one reply line out, then the
  * connection is closed. Connections are non-blocking and served by the loop,
- * so a stuck client cannot stall probing.
+ * so a stuck client cannot stall probing; at most ADMIN_MAX_CONNS are open
+ * (the oldest goes for a new one) and each goes after ADMIN_IDLE_MS without
+ * progress, so silent ones cannot hold the socket or the daemon's files.
  */
 #define _GNU_SOURCE
 #include "admin/admin.h"
@@ -23,6 +25,7 @@
 
 #include "common/evloop.h"
 #include "common/log.h"
+#include "common/testenv.h"
 #include "ctl/admin_proto.h"
 #include "topo/controller.h"
 
@@ -33,8 +36,16 @@ struct admin {
 	/* Configs replaced by reload: other threads may still read them. */
 	struct config **retired;
 	size_t nretired;
-	struct conn *conns; /* open client connections, freed by admin_free */
+	struct conn *conns; /* open client connections, newest first, freed by admin_free */
+	size_t nconns;
+	uint64_t idle_ms; /* ADMIN_IDLE_MS (MYSTEER_TEST_ADMIN_IDLE_MS) */
 };
+
+/* Open admin connections at most: mysteerctl uses one a command. */
+#define ADMIN_MAX_CONNS 64
+/* A connection that neither sends its request nor takes its reply this long
+ * goes. */
+#define ADMIN_IDLE_MS 5000
 
 struct conn {
 	struct admin *a;
@@ -44,6 +55,8 @@ struct conn {
 	size_t inlen;
 	char *out;
 	size_t outlen, outoff;
+	uint64_t timer;  /* its idle check on the loop, 0 for none */
+	uint64_t active; /* mono_ms() of its last progress */
 };
 
 static const struct config *cfg_of(struct admin *a)
@@ -415,6 +428,9 @@ json_object *admin_handle(struct admin *a, const char *line)
 
 static void conn_close(struct conn *c)
 {
+	if (c->timer)
+		evloop_del_timer(c->a->env.d->loop, c->timer);
+	c->a->nconns--;
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -440,6 +456,7 @@ static void conn_flush(struct conn *c)
 			return;
 		}
 		c->outoff += (size_t)w;
+		c->active = mono_ms();
 	}
 	conn_close(c);
 }
@@ -483,6 +500,7 @@ static void on_conn(struct evloop *l, int fd, unsigned events, void *arg)
 			conn_close(c);
 			return;
 		}
+		c->active = mono_ms();
 		/* memchr: a NUL byte in the request must not hide its newline */
 		char *nl = memchr(c->in + c->inlen, '\n', (size_t)r);
 		c->inlen += (size_t)r;
@@ -499,15 +517,52 @@ static void on_conn(struct evloop *l, int fd, unsigned events, void *arg)
 	}
 }
 
+/* A connection without progress for idle_ms goes; one that made some is
+ * checked again when its idle_ms from then has passed. */
+static void on_idle(struct evloop *l, uint64_t id, void *arg)
+{
+	struct conn *c = arg;
+	uint64_t now = mono_ms(), due = c->active + c->a->idle_ms;
+
+	c->timer = 0;
+	if (now < due) {
+		c->timer = evloop_add_timer(l, due - now, on_idle, c);
+		if (c->timer)
+			return;
+	}
+	log_debug("admin socket: a connection idle for %llu ms closed",
+	          (unsigned long long)(now - c->active));
+	conn_close(c);
+}
+
+/* The oldest open connection (the list is newest first). */
+static struct conn *oldest_conn(struct admin *a)
+{
+	struct conn *c = a->conns;
+
+	while (c && c->next)
+		c = c->next;
+	return c;
+}
+
 static void on_accept(struct evloop *l, int fd, unsigned events, void *arg)
 {
 	struct admin *a = arg;
 	for (;;) {
 		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (cfd < 0 && (errno == EMFILE || errno == ENFILE) && a->conns) {
+			conn_close(oldest_conn(a)); /* its file makes room */
+			continue;
+		}
 		if (cfd < 0) {
 			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 				log_warn("admin socket: accept: %s", strerror(errno));
 			return;
+		}
+		if (a->nconns >= ADMIN_MAX_CONNS) {
+			log_debug("admin socket: %d connections open: the oldest goes",
+			          ADMIN_MAX_CONNS);
+			conn_close(oldest_conn(a));
 		}
 		struct conn *c = calloc(1, sizeof(*c));
 		if (!c || evloop_add_fd(l, cfd, EV_READ, on_conn, c) < 0) {
@@ -517,10 +572,17 @@ static void on_accept(struct evloop *l, int fd, unsigned events, void *arg)
 		}
 		c->a = a;
 		c->fd = cfd;
+		c->active = mono_ms();
 		c->next = a->conns;
 		if (a->conns)
 			a->conns->prev = c;
 		a->conns = c;
+		a->nconns++;
+		c->timer = evloop_add_timer(l, a->idle_ms, on_idle, c);
+		if (!c->timer) {
+			log_warn("admin socket: no timer for a connection: it is refused");
+			conn_close(c);
+		}
 	}
 }
 
@@ -624,6 +686,7 @@ struct admin *admin_new(const struct admin_env *env, char *err, size_t errlen)
 	}
 	a->env = *env;
 	a->lfd = -1;
+	a->idle_ms = test_env_uint("MYSTEER_TEST_ADMIN_IDLE_MS", ADMIN_IDLE_MS, 3600000);
 	if (open_socket(a, err, errlen) < 0) {
 		if (a->lfd >= 0)
 			close(a->lfd);
