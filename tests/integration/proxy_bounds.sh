@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # proxy_bounds.sh - one client of 6450 cannot grow mysteerd's memory or hold
-# its resources without bound:
+# its resources without bound, and the login path gives nothing away:
 #   - answers the proxy makes itself (COM_PING, ERR) are bounded like backend
 #     results: a client pipelining without reading is not read on;
 #   - the session history is bounded (max_session_history): past it the
@@ -9,7 +9,10 @@
 #     client_idle_timeout_s and max_client_buffer_bytes each end with the ERR
 #     a client is told about;
 #   - silent connections that never log in cannot lock real clients out;
-#   - silent admin connections cannot lock mysteerctl out.
+#   - silent admin connections cannot lock mysteerctl out;
+#   - `mysteerctl reload` applies [user:...] changes to new logins;
+#   - the refusal of an unknown user and of a wrong password are timed
+#     (measured, never judged).
 # Memory figures are the daemon's VmRSS; the assertion is a generous bound
 # (+32 MB) that the unbounded code broke by far (+100 MB and more).
 . "$(dirname "$0")/lib.sh"
@@ -23,6 +26,7 @@ ITEST_PROXY_EXTRA="workers = 2
 max_client_connections = 1000
 client_packet_timeout_ms = 2000
 max_client_buffer_bytes = 41943040" itest_write_config "$CONF"
+sql_root $P1 "CREATE USER IF NOT EXISTS bob@'%' IDENTIFIED BY 'bob'; GRANT SELECT ON *.* TO bob@'%'"
 itest_daemon_start "$CONF" || { itest_done; exit 1; }
 PID=$ITEST_DAEMON_PID
 
@@ -88,6 +92,47 @@ check "after them: 6450 serves" serves
 # MYSTEER_TEST_ADMIN_IDLE_MS is not set: the default idle bound (5 s) applies
 pb admin "$T/admin.sock" 300 5 "$MYSTEERCTL" --socket "$T/admin.sock"
 check "300 silent admin connections: status answers, at most 64 held, none after the idle bound" [ $? -eq 0 ]
+
+# --- [user:...] on reload -----------------------------------------------------------------------
+check_eq "bob is not a user of the proxy yet" "ERR 1045" "$(python3 "$PB" login $PP bob bob)"
+printf '\n[user:bob]\npassword = bob\n' >>"$CONF"
+ctl reload >/dev/null
+check_eq "reload adds bob: his login passes" ok "$(python3 "$PB" login $PP bob bob)"
+check "the log says bob was added" grep -q "proxy: users reloaded: added bob" "$T/mysteerd.log"
+# a session of bob kept open: queries in through one FIFO, answers out of another
+mkfifo "$T/bob.in" "$T/bob.out"
+python3 "$PB" session $PP bob bob <"$T/bob.in" >"$T/bob.out" 2>&1 &
+ITEST_PIDS+=($!)
+exec {bob_w}>"$T/bob.in" {bob_r}<"$T/bob.out"
+line=
+read -r -t 10 line <&$bob_r
+check_eq "a session of bob is open" ready "$line"
+python3 - "$CONF" <<'EOF'
+import re, sys
+p = sys.argv[1]
+s = open(p).read()
+s = s.replace('\n[user:bob]\npassword = bob\n', '\n')
+s = re.sub(r'\[user:app\]\npassword = app\n', '[user:app]\npassword = app2\n', s)
+open(p, 'w').write(s)
+EOF
+ctl reload >/dev/null
+check_eq "reload removes bob: a new login of bob is refused" "ERR 1045" "$(python3 "$PB" login $PP bob bob)"
+(echo "SELECT 1" >&$bob_w) 2>/dev/null # a subshell: a session gone is no SIGPIPE here
+line=
+read -r -t 10 line <&$bob_r
+check_eq "bob's open session still runs" "rows 1" "$line"
+check_eq "app's old password is refused after the reload" "ERR 1045" "$(python3 "$PB" login $PP app app)"
+check_eq "app's new password logs in" ok "$(python3 "$PB" login $PP app app2)"
+check "the log says bob was removed and app's password changed" \
+	grep -q "proxy: users reloaded: removed bob; password changed for app" "$T/mysteerd.log"
+sed -i 's/^password = app2$/password = app/' "$CONF"
+ctl reload >/dev/null
+exec {bob_w}>&- {bob_r}<&-
+check "app logs in again with its password" serves
+
+# --- the refusal of an unknown user -------------------------------------------------------------
+pb authtime $PP 200
+check "unknown user and wrong password are both refused with 1045" [ $? -eq 0 ]
 
 check "mysteerd still runs" kill -0 "$PID"
 itest_done

@@ -19,14 +19,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static const struct user_entry *find_user(const struct proxy_engine *e, const char *name)
-{
-	for (size_t i = 0; i < e->nusers; i++)
-		if (!strcmp(e->users[i].name, name))
-			return &e->users[i];
-	return NULL;
-}
-
 /* ---- output ---- */
 
 /* Whether to take the client's next command now: not while its output
@@ -576,9 +568,7 @@ static bool preauth_evict(struct worker *w)
 
 static void check_password(struct client *c, const uint8_t *reply, size_t n, uint8_t seq)
 {
-	const struct user_entry *u = find_user(c->w->e, c->user);
-
-	if (!u || !u->has_hash || native_verify(c->scramble, reply, n, u->stage2, c->stage1) < 0) {
+	if (!users_check(worker_users(c->w), c->user, c->scramble, reply, n, c->stage1)) {
 		deny(c, seq, n > 0);
 		return;
 	}

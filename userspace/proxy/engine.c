@@ -80,6 +80,7 @@ static void sweep(struct worker *w)
 	pool_yield(w);
 	pool_warm(w);
 	accept_resume(w);
+	worker_users(w); /* the ghosts follow a reload without waiting for a login */
 	for (struct client *c = w->clients, *next; c; c = next) {
 		next = c->next;
 		client_timeouts(c, now);
@@ -199,24 +200,32 @@ static int listen_on(const char *addr, uint16_t port, char *err, size_t errlen)
 	return fd;
 }
 
-static void copy_users(struct proxy_engine *e, const struct config *cfg)
+/*
+ * The users table of this worker, taken up anew after a reload: new logins
+ * check against it at once; sessions already in keep what they have (their
+ * stage1). The ghosts are made again for the new users (warm logins in
+ * flight are dropped: the next sweep starts them again), keeping what they
+ * learnt of their clients' capabilities.
+ */
+const struct user_table *worker_users(struct worker *w)
 {
-	e->users = calloc(cfg->nusers ? cfg->nusers : 1, sizeof(*e->users));
-	if (!e->users)
-		return;
-	for (size_t i = 0; i < cfg->nusers; i++) {
-		snprintf(e->users[i].name, sizeof(e->users[i].name), "%s", cfg->users[i].name);
-		memcpy(e->users[i].stage2, cfg->users[i].hash_stage2, SHA1_LEN);
-		e->users[i].has_password = cfg->users[i].has_password;
-		if (cfg->users[i].has_password)
-			SHA1((const unsigned char *)cfg->users[i].password,
-			     strlen(cfg->users[i].password), e->users[i].stage1);
-		e->users[i].has_hash = cfg->users[i].has_hash;
-	}
-	e->nusers = cfg->nusers;
+	struct proxy_engine *e = w->e;
+	uint64_t gen = atomic_load(&e->users_gen);
+
+	if (gen == w->users_gen)
+		return w->users;
+	pthread_mutex_lock(&e->users_mu);
+	users_put(w->users);
+	w->users = users_ref(e->users);
+	w->users_gen = atomic_load(&e->users_gen);
+	pthread_mutex_unlock(&e->users_mu);
+	if (ghosts_renew(w) < 0)
+		log_warn("proxy: out of memory: no warm connections for the reloaded users");
+	return w->users;
 }
 
-void proxy_engine_reload(struct proxy_engine *e, const struct config *cfg)
+/* The keys reload applies at once. */
+static void apply_settings(struct proxy_engine *e, const struct config *cfg)
 {
 	atomic_store(&e->ryw_mode, (int)cfg->read_your_writes);
 	atomic_store(&e->ryw_ms, cfg->read_your_writes_ms);
@@ -230,6 +239,29 @@ void proxy_engine_reload(struct proxy_engine *e, const struct config *cfg)
 	atomic_store(&e->max_client_buf, cfg->max_client_buffer_bytes);
 	atomic_store(&e->max_hist, cfg->max_session_history);
 	atomic_store(&e->max_session_bytes, cfg->max_session_bytes);
+}
+
+/* The settings, and the [user:...] sections: new logins check against the
+ * new table (worker_users), sessions already in stay. */
+void proxy_engine_reload(struct proxy_engine *e, const struct config *cfg)
+{
+	struct user_table *t = users_new(cfg), *old;
+	char diff[512];
+
+	apply_settings(e, cfg);
+	if (!t) {
+		log_error("proxy: reload: out of memory: the users stay as they were");
+		return;
+	}
+	pthread_mutex_lock(&e->users_mu);
+	old = e->users;
+	users_diff(old, t, diff, sizeof(diff));
+	e->users = t;
+	atomic_fetch_add(&e->users_gen, 1);
+	pthread_mutex_unlock(&e->users_mu);
+	users_put(old);
+	if (diff[0])
+		log_info("proxy: users reloaded: %s", diff);
 }
 
 void proxy_engine_stop(struct proxy_engine *e)
@@ -252,6 +284,7 @@ void proxy_engine_stop(struct proxy_engine *e)
 		struct worker *w = &e->workers[i];
 		rt_snap_put(w->rt);
 		ghosts_free(w);
+		users_put(w->users);
 		if (w->lfd >= 0)
 			close(w->lfd);
 		if (w->wakefd >= 0)
@@ -260,7 +293,8 @@ void proxy_engine_stop(struct proxy_engine *e)
 			close(w->ep);
 	}
 	free(e->workers);
-	free(e->users);
+	users_put(e->users);
+	pthread_mutex_destroy(&e->users_mu);
 	free(e);
 }
 
@@ -281,6 +315,8 @@ static int worker_init(struct worker *w, struct proxy_engine *e, const char *add
 		snprintf(err, errlen, "proxy: epoll/eventfd: %s", strerror(errno));
 		return -1;
 	}
+	w->users = users_ref(e->users);
+	w->users_gen = atomic_load(&e->users_gen);
 	if (ghosts_init(w) < 0) {
 		snprintf(err, errlen, "proxy: out of memory");
 		return -1;
@@ -331,7 +367,8 @@ struct proxy_engine *proxy_engine_start(const struct config *cfg, const char *ad
 		return NULL;
 	}
 	raise_nofile(cfg);
-	copy_users(e, cfg);
+	pthread_mutex_init(&e->users_mu, NULL);
+	e->users = users_new(cfg);
 	e->max_clients = cfg->max_client_connections;
 	e->handshake_timeout_ms = cfg->handshake_timeout_ms;
 	e->max_packet = cfg->max_packet_size;
@@ -341,7 +378,7 @@ struct proxy_engine *proxy_engine_start(const struct config *cfg, const char *ad
 	e->ps_per_session =
 	    (uint32_t)test_env_uint("MYSTEER_TEST_PS_PER_SESSION", PS_PER_SESSION, 1000000);
 	e->wait_ms = (uint32_t)test_env_uint("MYSTEER_TEST_POOL_WAIT_MS", POOL_WAIT_MS, 1000000);
-	proxy_engine_reload(e, cfg);
+	apply_settings(e, cfg);
 	e->workers = calloc((size_t)n, sizeof(*e->workers));
 	if (!e->workers || !e->users) {
 		snprintf(err, errlen, "proxy: out of memory");

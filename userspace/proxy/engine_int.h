@@ -27,6 +27,7 @@
 #include "proxy/proxy.h"
 #include "proxy/routines.h"
 #include "proxy/proto.h"
+#include "proxy/users.h"
 
 #define SERVER_VERSION  "5.5.5-10.11.6-MariaDB-mysteer"
 #define CHARSET_UTF8MB4 45
@@ -329,19 +330,14 @@ struct bconn {
 	struct bconn *next_dead;
 };
 
-struct user_entry {
-	char name[TOPO_NAME_MAX];
-	uint8_t stage2[SHA1_LEN];
-	uint8_t stage1[SHA1_LEN];
-	bool has_password; /* stage1 known: its pools are kept warm */
-	bool has_hash;
-};
-
 struct proxy_engine {
 	struct worker *workers;
 	int nworkers;
-	struct user_entry *users;
-	size_t nusers;
+	/* the users now (users.h), replaced by reload under users_mu;
+	 * users_gen counts the replacements (worker_users) */
+	struct user_table *users;
+	pthread_mutex_t users_mu;
+	_Atomic uint64_t users_gen;
 	int max_clients, handshake_timeout_ms;
 	uint32_t max_packet;
 	/* the bounds of a client that reload may change ([proxy] keys) */
@@ -412,6 +408,8 @@ struct worker {
 	struct client *ghosts; /* one per user with a plain password */
 	struct bconn *warming; /* warm connections still logging in */
 	size_t nghosts;
+	struct user_table *users; /* its reference to the users (worker_users) */
+	uint64_t users_gen;
 	struct rt_snap *rt; /* this worker's reference to the routine table */
 	uint64_t rt_gen;
 	/* sessions waiting for a connection, in ticket order (first come,
@@ -605,7 +603,11 @@ void warm_failed(struct bconn *b);
 struct bconn *conn_get(struct client *c, const struct topo_backend *be, bool writer);
 void pool_warm(struct worker *w);
 int ghosts_init(struct worker *w);
+int ghosts_renew(struct worker *w);
 void ghosts_free(struct worker *w);
+/* engine.c: the users now; a reload's new table is taken up here (and the
+ * ghosts made again for it) */
+const struct user_table *worker_users(struct worker *w);
 
 /* wait.c: sessions waiting for a connection at the cap */
 void wait_dequeue(struct client *c);

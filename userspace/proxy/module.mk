@@ -7,6 +7,12 @@ $(BUILD)/tests/test_proto: $(BUILD)/obj/tests/unit/test_proto.o $(PROTO_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) $(CHECK_LIBS)
 
+UNIT_TESTS += $(BUILD)/tests/test_users
+$(BUILD)/tests/test_users: $(BUILD)/obj/tests/unit/test_users.o \
+			   $(BUILD)/obj/userspace/proxy/users.o $(PROTO_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) $(CHECK_LIBS)
+
 # libFuzzer needs clang; built apart from the generic rule with its own flags.
 FUZZ_TARGETS += $(BUILD)/fuzz/fuzz_proto
 $(BUILD)/fuzz/fuzz_proto: tests/fuzz/fuzz_proto.c userspace/proxy/proto.c userspace/proxy/proto.h
@@ -18,7 +24,7 @@ $(BUILD)/fuzz/fuzz_proto: tests/fuzz/fuzz_proto.c userspace/proxy/proto.c usersp
 # The engine (engine.c and the files it is split into, which share
 # engine_int.h) and the service go into mysteerd; they need the classifier.
 ENGINE_OBJS := $(addprefix $(BUILD)/obj/userspace/proxy/, \
-	       engine.o client.o route.o backend.o answer.o pool.o wait.o mux.o stmt.o)
+	       engine.o client.o route.o backend.o answer.o pool.o wait.o mux.o stmt.o users.o)
 PROXY_OBJS := $(PROTO_OBJS) $(ENGINE_OBJS) \
 	      $(BUILD)/obj/userspace/proxy/service.o $(BUILD)/obj/userspace/proxy/routines.o
 

@@ -555,14 +555,14 @@ void pool_warm(struct worker *w)
 
 int ghosts_init(struct worker *w)
 {
-	struct proxy_engine *e = w->e;
+	const struct user_table *t = w->users;
 
-	w->ghosts = calloc(e->nusers ? e->nusers : 1, sizeof(*w->ghosts));
+	w->ghosts = calloc(t->n ? t->n : 1, sizeof(*w->ghosts));
 	if (!w->ghosts)
 		return -1;
-	for (size_t i = 0; i < e->nusers; i++) {
+	for (size_t i = 0; i < t->n; i++) {
 		struct client *g = &w->ghosts[w->nghosts];
-		if (!e->users[i].has_password)
+		if (!t->users[i].has_password)
 			continue;
 		g->warming = calloc(PROXY_MAX_IDS, sizeof(*g->warming));
 		g->warm_retry = calloc(PROXY_MAX_IDS, sizeof(*g->warm_retry));
@@ -574,8 +574,8 @@ int ghosts_init(struct worker *w)
 		g->ghost = true;
 		g->w = w;
 		g->fd = -1;
-		snprintf(g->user, sizeof(g->user), "%s", e->users[i].name);
-		memcpy(g->stage1, e->users[i].stage1, SHA1_LEN);
+		snprintf(g->user, sizeof(g->user), "%s", t->users[i].name);
+		memcpy(g->stage1, t->users[i].stage1, SHA1_LEN);
 		g->caps = PROXY_CAPS & ~(CAP_CONNECT_ATTRS | CAP_CONNECT_WITH_DB);
 		g->charset = 45; /* utf8mb4_general_ci, the MariaDB client's default */
 		w->nghosts++;
@@ -583,11 +583,42 @@ int ghosts_init(struct worker *w)
 	return 0;
 }
 
+/* The ghosts again, for a new users table (w->users): warm logins in
+ * flight are dropped (the next sweep starts them again); a user still there
+ * keeps what its ghost learnt of its clients (capabilities, charset). */
+int ghosts_renew(struct worker *w)
+{
+	struct client *old = w->ghosts;
+	size_t nold = w->nghosts;
+	int rc;
+
+	while (w->warming)
+		bconn_free(w->warming);
+	w->ghosts = NULL;
+	w->nghosts = 0;
+	rc = ghosts_init(w);
+	for (size_t i = 0; i < w->nghosts; i++)
+		for (size_t k = 0; k < nold; k++)
+			if (!strcmp(w->ghosts[i].user, old[k].user)) {
+				w->ghosts[i].caps = old[k].caps;
+				w->ghosts[i].charset = old[k].charset;
+			}
+	struct client *now = w->ghosts;
+	size_t nnow = w->nghosts;
+	w->ghosts = old;
+	w->nghosts = nold;
+	ghosts_free(w);
+	w->ghosts = now;
+	w->nghosts = nnow;
+	return rc;
+}
+
 void ghosts_free(struct worker *w)
 {
 	for (size_t i = 0; w->ghosts && i < w->nghosts; i++) {
 		free(w->ghosts[i].warming);
 		free(w->ghosts[i].warm_retry);
+		explicit_bzero(w->ghosts[i].stage1, SHA1_LEN);
 	}
 	free(w->ghosts);
 	w->ghosts = NULL;
