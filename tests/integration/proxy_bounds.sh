@@ -11,8 +11,8 @@
 #   - silent connections that never log in cannot lock real clients out;
 #   - silent admin connections cannot lock mysteerctl out;
 #   - `mysteerctl reload` applies [user:...] changes to new logins;
-#   - the refusal of an unknown user and of a wrong password are timed
-#     (measured, never judged).
+#   - client-supplied names are escaped in the log; the refusal of an unknown
+#     user and of a wrong password are timed (measured, never judged).
 # Memory figures are the daemon's VmRSS; the assertion is a generous bound
 # (+32 MB) that the unbounded code broke by far (+100 MB and more).
 . "$(dirname "$0")/lib.sh"
@@ -130,7 +130,12 @@ ctl reload >/dev/null
 exec {bob_w}>&- {bob_r}<&-
 check "app logs in again with its password" serves
 
-# --- the refusal of an unknown user -------------------------------------------------------------
+# --- what the log shows of client-supplied names ------------------------------------------------
+python3 "$PB" login $PP $'evil\nFORGED: mysteerd: fake line' x >/dev/null
+python3 "$PB" login $PP $'esc\e[31mred' x >/dev/null
+check "a user name with a newline forges no log line" bash -c "! grep -q '^FORGED' '$T/mysteerd.log'"
+check "the newline is escaped" grep -qF 'evil\x0aFORGED' "$T/mysteerd.log"
+check "no escape character reaches the log" bash -c "! grep -q $'\e' '$T/mysteerd.log'"
 pb authtime $PP 200
 check "unknown user and wrong password are both refused with 1045" [ $? -eq 0 ]
 

@@ -1,10 +1,15 @@
 /*
  * log.c - see log.h. The level is the only state, kept in an atomic so that
- * `mysteerctl reload` can change it while proxy threads log.
+ * `mysteerctl reload` can change it while proxy threads log. Messages carry
+ * what clients send (user names, schema names, server messages about
+ * them): each is escaped (log_escape) so that no client can end a line or
+ * send a terminal escape sequence through the log.
  */
 #include "common/log.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <syslog.h>
@@ -33,16 +38,85 @@ void log_set_syslog(int to_syslog)
 	atomic_store(&log_syslog, to_syslog);
 }
 
+/* The length of the UTF-8 sequence at p (at most n bytes) if it is a valid
+ * one of a printable character, else 0: C1 controls (U+0080..U+009F, which
+ * terminals take as escapes), overlong forms and surrogates are not. */
+static size_t utf8_printable(const unsigned char *p, size_t n)
+{
+	size_t len = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : 2;
+	uint32_t cp;
+
+	if (p[0] < 0xc2 || p[0] > 0xf4 || len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	if (len == 2)
+		cp = (uint32_t)(p[0] & 0x1f) << 6 | (p[1] & 0x3f);
+	else if (len == 3)
+		cp = (uint32_t)(p[0] & 0x0f) << 12 | (uint32_t)(p[1] & 0x3f) << 6 | (p[2] & 0x3f);
+	else
+		cp = (uint32_t)(p[0] & 0x07) << 18 | (uint32_t)(p[1] & 0x3f) << 12 |
+		     (uint32_t)(p[2] & 0x3f) << 6 | (p[3] & 0x3f);
+	if ((len == 2 && cp < 0xa0) ||
+	    (len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp < 0xe000))) ||
+	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return len;
+}
+
+size_t log_escape(const char *in, size_t n, char *out, size_t cap)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)in;
+	size_t o = 0;
+
+	if (cap == 0)
+		return 0;
+	for (size_t i = 0; i < n;) {
+		size_t len = p[i] >= 0x80 ? utf8_printable(p + i, n - i) : 1;
+		bool plain =
+		    len > 0 && (p[i] >= 0x80 || (p[i] >= 0x20 && p[i] != 0x7f && p[i] != '\\'));
+
+		if (plain) {
+			if (o + len >= cap)
+				break;
+			memcpy(out + o, p + i, len);
+			o += len;
+			i += len;
+			continue;
+		}
+		if (o + (p[i] == '\\' ? 2 : 4) >= cap)
+			break;
+		out[o++] = '\\';
+		if (p[i] == '\\') {
+			out[o++] = '\\';
+		} else {
+			out[o++] = 'x';
+			out[o++] = hex[p[i] >> 4];
+			out[o++] = hex[p[i] & 15];
+		}
+		i++;
+	}
+	out[o] = 0;
+	return o;
+}
+
 void log_vmsg(enum log_level lvl, const char *fmt, va_list ap)
 {
 	static const int syslog_prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
-	char buf[1024];
+	char buf[1024], msg[1024];
 	size_t n = 0;
+	int m;
 
 	if ((int)lvl > atomic_load(&log_level))
 		return;
+	m = vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (m < 0)
+		return;
 	if (atomic_load(&log_syslog)) {
-		vsyslog(syslog_prio[lvl], fmt, ap);
+		log_escape(msg, strlen(msg), buf, sizeof(buf));
+		syslog(syslog_prio[lvl], "%s", buf);
 		return;
 	}
 
@@ -53,12 +127,7 @@ void log_vmsg(enum log_level lvl, const char *fmt, va_list ap)
 	n = strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", &tm);
 	n += (size_t)snprintf(buf + n, sizeof(buf) - n, ".%03ld %s: ", ts.tv_nsec / 1000000,
 	                      level_names[lvl]);
-	int m = vsnprintf(buf + n, sizeof(buf) - n - 1, fmt, ap);
-	if (m < 0)
-		return;
-	n += (size_t)m;
-	if (n > sizeof(buf) - 2)
-		n = sizeof(buf) - 2;
+	n += log_escape(msg, strlen(msg), buf + n, sizeof(buf) - n - 1);
 	buf[n++] = '\n';
 	/* One write per line keeps lines from different threads whole. */
 	ssize_t w = write(STDERR_FILENO, buf, n);

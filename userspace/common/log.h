@@ -9,6 +9,7 @@
 #define MYSTEER_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 enum log_level { LOG_LVL_ERROR = 0, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
 
@@ -18,6 +19,11 @@ enum log_level log_get_level(void);
 void log_set_syslog(int to_syslog);
 
 void log_msg(enum log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* n bytes of in, as one log line shows them: control characters, DEL,
+ * bytes that are not printable UTF-8 and C1 controls as \xNN, a backslash
+ * as \\; cut (never in the middle of an escape) to fit cap with its NUL.
+ * Returns the length written. */
+size_t log_escape(const char *in, size_t n, char *out, size_t cap);
 void log_vmsg(enum log_level lvl, const char *fmt, va_list ap);
 
 #define log_error(...) log_msg(LOG_LVL_ERROR, __VA_ARGS__)
