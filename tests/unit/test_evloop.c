@@ -25,15 +25,19 @@ START_TEST(test_timers_order_and_delete)
 	struct evloop *l = evloop_new();
 	ck_assert_ptr_nonnull(l);
 	norder = 0;
-	evloop_add_timer(l, 30, t_rec, (void *)3);
-	evloop_add_timer(l, 10, t_rec, (void *)1);
-	uint64_t gone = evloop_add_timer(l, 20, t_rec, (void *)99);
-	evloop_add_timer(l, 20, t_rec, (void *)2);
-	evloop_add_timer(l, 40, t_stop, NULL);
-	evloop_del_timer(l, gone);
+	/* Each timer counts from its own evloop_add_timer call, so t0 is taken
+	 * before the first, and deadlines are 100 ms apart: a slow add
+	 * (valgrind, a loaded machine) neither makes the last one look early
+	 * nor swaps two of them. */
 	uint64_t t0 = mono_ms();
+	evloop_add_timer(l, 300, t_rec, (void *)3);
+	evloop_add_timer(l, 100, t_rec, (void *)1);
+	uint64_t gone = evloop_add_timer(l, 200, t_rec, (void *)99);
+	evloop_add_timer(l, 200, t_rec, (void *)2);
+	evloop_add_timer(l, 400, t_stop, NULL);
+	evloop_del_timer(l, gone);
 	ck_assert_int_eq(evloop_run(l), 0);
-	ck_assert_uint_ge(mono_ms() - t0, 39);
+	ck_assert_uint_ge(mono_ms() - t0, 399);
 	ck_assert_int_eq(norder, 3);
 	ck_assert_int_eq(order[0], 1);
 	ck_assert_int_eq(order[1], 2);
