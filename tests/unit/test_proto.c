@@ -597,6 +597,34 @@ START_TEST(resp_text_resultset)
 }
 END_TEST
 
+/* An EOF with SERVER_STATUS_CURSOR_EXISTS ends an EXECUTE's answer (the rows
+ * come with COM_STMT_FETCH); a CALL's result set may carry the flag of the
+ * procedure's own cursor, and its rows still follow (more results after). */
+START_TEST(resp_cursor_flag)
+{
+	struct resp_tracker t;
+	uint8_t cnt[] = {1}, col[] = {3, 'd', 'e', 'f', 0}, row[] = {1, '1'};
+	uint8_t eof[5], ok[16];
+	int n;
+
+	resp_init(&t, RESP_GENERIC, CAP_PROTOCOL_41);
+	eof_build(eof, sizeof(eof), 0, SST_AUTOCOMMIT | SST_CURSOR_EXISTS);
+	feed(&t, cnt, 1);
+	ck_assert_int_eq(feed(&t, col, sizeof(col)), RS_COLS_EOF);
+	ck_assert_int_eq(feed(&t, eof, 5), RS_DONE);
+
+	resp_init(&t, RESP_GENERIC, CAP_PROTOCOL_41);
+	eof_build(eof, sizeof(eof), 0, SST_AUTOCOMMIT | SST_CURSOR_EXISTS | SST_MORE_RESULTS);
+	feed(&t, cnt, 1);
+	feed(&t, col, sizeof(col));
+	ck_assert_int_eq(feed(&t, eof, 5), RS_ROWS);
+	ck_assert_int_eq(feed(&t, row, sizeof(row)), RS_ROWS);
+	ck_assert_int_eq(feed(&t, eof, 5), RS_FIRST);
+	n = ok_build(ok, sizeof(ok), 0, 0, 0, SST_AUTOCOMMIT, 0);
+	ck_assert_int_eq(feed(&t, ok, (size_t)n), RS_DONE);
+}
+END_TEST
+
 /* The pool takes a connection back between statements only when the answer
  * left no warnings for SHOW WARNINGS to read there. */
 START_TEST(resp_warnings)
@@ -718,6 +746,7 @@ int main(void)
 	tcase_add_test(tc, drop_state_change);
 	tcase_add_test(tc, resp_text_resultset);
 	tcase_add_test(tc, resp_warnings);
+	tcase_add_test(tc, resp_cursor_flag);
 	tcase_add_test(tc, resp_err_and_prepare);
 	tcase_add_test(tc, auth_switch);
 	suite_add_tcase(s, tc);

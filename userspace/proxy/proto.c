@@ -901,8 +901,11 @@ static enum resp_state feed_state(struct resp_tracker *t, const uint8_t *p, size
 		if (!is_eof(p, n, frag_len) || parse_eof(t, p, n, &st) < 0)
 			return RS_ERROR;
 		t->status = st;
-		/* A cursor was opened: rows come with COM_STMT_FETCH. */
-		return st & SST_CURSOR_EXISTS ? RS_DONE : RS_ROWS;
+		/* A cursor was opened by COM_STMT_EXECUTE: rows come with
+		 * COM_STMT_FETCH. A result set of a CALL always has more
+		 * results after it, and may carry the flag of a cursor the
+		 * procedure opened for itself: its rows follow here. */
+		return (st & SST_CURSOR_EXISTS) && !(st & SST_MORE_RESULTS) ? RS_DONE : RS_ROWS;
 	case RS_ROWS:
 		if (is_err(p, n, frag_len)) {
 			t->saw_err = true;
