@@ -1152,10 +1152,33 @@ static void autocommit_value(struct ps *s)
 		s->flags |= CLS_F_UNREPLAYABLE; /* an expression: cannot track */
 }
 
+/*
+ * Session variables whose effect only the connection they were set on gives,
+ * however the history replays them: what a CREATE TABLE without ENGINE makes
+ * (the binary log carries the statement, not the variable, so a replica
+ * makes the table with its own default engine), what a session's writes
+ * leave on the replicas (sql_log_bin = 0: nothing), and what `WHERE
+ * auto_increment_column IS NULL` reads (sql_auto_is_null: the connection's
+ * LAST_INSERT_ID()). A SET of one is UNREPLAYABLE: the session stays on the
+ * writer, where its tables, writes and inserts are.
+ */
+static bool writer_only_var(const uint8_t *n, size_t len)
+{
+	static const char *const names[] = {
+	    "default_storage_engine", "storage_engine", "default_tmp_storage_engine",
+	    "enforce_storage_engine", "sql_log_bin",    "sql_auto_is_null",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (name_is(n, len, names[i]))
+			return true;
+	return false;
+}
+
 /* One "target = value" of a SET list; returns false when not understood. */
 static bool parse_set_item(struct ps *s)
 {
-	bool global = false, autocommit = false;
+	bool global = false, autocommit = false, writer_only = false;
 	unsigned calls;
 
 	if (kw_is(s, KW_GLOBAL) || kw_is(s, KW_PERSIST) || kw_is(s, KW_PERSIST_ONLY)) {
@@ -1185,8 +1208,10 @@ static bool parse_set_item(struct ps *s)
 		sysvar_name(s, s->t, &n, &len, &g);
 		global |= g;
 		autocommit = name_is(n, len, "autocommit");
+		writer_only = writer_only_var(n, len);
 	} else if (is_name(s->t)) {
 		autocommit = name_is(s->lx.base + s->t->off, s->t->len, "autocommit");
+		writer_only = writer_only_var(s->lx.base + s->t->off, s->t->len);
 	} else {
 		return false;
 	}
@@ -1202,6 +1227,8 @@ static bool parse_set_item(struct ps *s)
 		force_write(s, CLS_R_SET_GLOBAL);
 	if (autocommit)
 		autocommit_value(s);
+	if (writer_only && !global)
+		s->flags |= CLS_F_UNREPLAYABLE;
 	calls = s->calls;
 	scan_body(s, M_CALLS | M_QUERY, true);
 	if (s->calls != calls) /* a function or subquery: may differ per backend */
