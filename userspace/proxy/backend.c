@@ -124,8 +124,11 @@ int bconn_flush(struct bconn *b)
  * A read whose answer has not started is retried elsewhere; anything else
  * gets an ERR that says where it failed, or a closed connection when part of
  * the answer already reached the client or session state was lost with it.
+ * A login the server refused (srv) is answered with the server's own error,
+ * as the client would have had it at connect (a schema name invalid in its
+ * character set: 1300, an unknown schema: 1049, ...).
  */
-void bconn_fail(struct bconn *b, const char *why)
+static void bconn_fail_err(struct bconn *b, const char *why, const struct err_pkt *srv)
 {
 	struct client *c = b->c;
 	bool active = c && c->cur == b, writer = b->writer;
@@ -162,8 +165,11 @@ void bconn_fail(struct bconn *b, const char *why)
 		c->has_exclude = true;
 		route_cmd(c);
 	} else {
-		cmd_fail(c, 1158,
-		         msg); /* ER_NET_READ_ERROR: client codes (2013) confuse libmariadb */
+		if (srv)
+			cmd_fail_state(c, srv->code, srv->sqlstate, srv->msg);
+		else
+			cmd_fail(c, 1158, msg); /* ER_NET_READ_ERROR: client codes (2013)
+			                           confuse libmariadb */
 		if (state_lost)
 			c->closing = true;
 	}
@@ -173,6 +179,19 @@ void bconn_fail(struct bconn *b, const char *why)
 		else
 			client_process(c);
 	}
+}
+
+void bconn_fail(struct bconn *b, const char *why)
+{
+	bconn_fail_err(b, why, NULL);
+}
+
+void bconn_fail_login(struct bconn *b, const struct err_pkt *e)
+{
+	char msg[400];
+
+	snprintf(msg, sizeof(msg), "login refused: %u %s", e->code, e->msg);
+	bconn_fail_err(b, msg, e);
 }
 
 static void bconn_login(struct bconn *b, const uint8_t *p, size_t n, uint8_t seq)
@@ -227,7 +246,7 @@ static void bconn_login(struct bconn *b, const uint8_t *p, size_t n, uint8_t seq
 static void bconn_auth_reply(struct bconn *b, const uint8_t *p, size_t n, uint8_t seq)
 {
 	struct err_pkt e;
-	char plugin[64], msg[400];
+	char plugin[64];
 	uint8_t scr[SCRAMBLE_LEN], reply[SHA1_LEN];
 	size_t sl;
 	if (n > 0 && p[0] == 0x00) {
@@ -237,9 +256,11 @@ static void bconn_auth_reply(struct bconn *b, const uint8_t *p, size_t n, uint8_
 		return;
 	}
 	if (n > 0 && p[0] == 0xff) {
-		err_parse(p, n, &e);
-		snprintf(msg, sizeof(msg), "login refused: %u %s", e.code, e.msg);
-		bconn_fail(b, msg);
+		if (err_parse(p, n, &e) < 0) {
+			bconn_fail(b, "malformed login error");
+			return;
+		}
+		bconn_fail_login(b, &e);
 		return;
 	}
 	if (n > 0 && p[0] == 0xfe &&

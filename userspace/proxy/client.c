@@ -185,6 +185,11 @@ void cmd_done(struct client *c)
 
 void cmd_fail(struct client *c, uint16_t code, const char *msg)
 {
+	cmd_fail_state(c, code, "HY000", msg);
+}
+
+void cmd_fail_state(struct client *c, uint16_t code, const char *sqlstate, const char *msg)
+{
 	/* the statement never ran: a PREPARE's statement goes (the client got no
 	 * id), an EXECUTE's long data too, as after an answer */
 	if (c->cur_ps && c->cur_kind == RESP_PREPARE)
@@ -199,7 +204,7 @@ void cmd_fail(struct client *c, uint16_t code, const char *msg)
 		if (c->rconn && c->rconn->hist_applied > c->nhist)
 			c->rconn->hist_applied = c->nhist;
 	}
-	client_err(c, 1, code, "HY000", msg);
+	client_err(c, 1, code, sqlstate, msg);
 	cmd_done(c);
 }
 

@@ -634,6 +634,8 @@ void bconn_free(struct bconn *b);
 void bconn_update(struct bconn *b);
 int bconn_flush(struct bconn *b);
 void bconn_fail(struct bconn *b, const char *why);
+/* the same for a login the server refused: the command gets the server's error */
+void bconn_fail_login(struct bconn *b, const struct err_pkt *e);
 int bconn_read(struct bconn *b);
 void bconn_pump(struct bconn *b);
 void bconn_event(struct bconn *b, uint32_t events);
@@ -683,6 +685,8 @@ void client_timeouts(struct client *c, uint64_t now);
 int client_flush(struct client *c);
 void cmd_done(struct client *c);
 void cmd_fail(struct client *c, uint16_t code, const char *msg);
+/* the same with the SQLSTATE of an error a server gave */
+void cmd_fail_state(struct client *c, uint16_t code, const char *sqlstate, const char *msg);
 void client_process(struct client *c);
 void client_event(struct client *c, uint32_t events);
 void accept_clients(struct worker *w);
