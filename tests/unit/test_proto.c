@@ -103,6 +103,18 @@ START_TEST(handshake_roundtrip)
 	ck_assert_str_eq(p.plugin, NATIVE_PLUGIN);
 	ck_assert_int_eq(hs_parse(buf, 20, &p), -1);
 	ck_assert_int_eq(hs_build(buf, 10, &h), -1);
+	/* MariaDB's extended capabilities, in the last 4 reserved bytes when
+	 * CLIENT_MYSQL is not offered; reserved (zero) otherwise */
+	h.ext_caps = PROXY_EXT_CAPS;
+	n = hs_build(buf, sizeof(buf), &h);
+	ck_assert_int_eq(hs_parse(buf, (size_t)n, &p), 0);
+	ck_assert_uint_eq(p.ext_caps, MARIADB_CAP_EXTENDED_METADATA);
+	ck_assert_mem_eq(p.scramble, h.scramble, SCRAMBLE_LEN);
+	ck_assert_str_eq(p.plugin, NATIVE_PLUGIN);
+	h.caps |= CAP_LONG_PASSWORD;
+	n = hs_build(buf, sizeof(buf), &h);
+	ck_assert_int_eq(hs_parse(buf, (size_t)n, &p), 0);
+	ck_assert_uint_eq(p.ext_caps, 0);
 }
 END_TEST
 
@@ -130,6 +142,18 @@ START_TEST(response_roundtrip)
 	ck_assert_str_eq(p.db, "sbtest");
 	ck_assert_str_eq(p.plugin, NATIVE_PLUGIN);
 	ck_assert_uint_eq(p.attrs_len, sizeof(attrs));
+	ck_assert_uint_eq(p.ext_caps, 0);
+	/* a MariaDB client's extended capabilities, in the last 4 filler bytes */
+	r.ext_caps = MARIADB_CAP_EXTENDED_METADATA;
+	n = hsr_build(buf, sizeof(buf), &r);
+	ck_assert_int_eq(hsr_parse(buf, (size_t)n, &p), 0);
+	ck_assert_uint_eq(p.ext_caps, MARIADB_CAP_EXTENDED_METADATA);
+	ck_assert_str_eq(p.user, "app");
+	r.caps |= CAP_LONG_PASSWORD;
+	n = hsr_build(buf, sizeof(buf), &r);
+	ck_assert_int_eq(hsr_parse(buf, (size_t)n, &p), 0);
+	ck_assert_uint_eq(p.ext_caps, 0);
+	r.caps &= ~CAP_LONG_PASSWORD;
 	/* without LENENC auth data: one length byte */
 	r.caps &= ~CAP_PLUGIN_AUTH_LENENC;
 	n = hsr_build(buf, sizeof(buf), &r);

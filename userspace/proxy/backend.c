@@ -217,6 +217,8 @@ static void bconn_login(struct bconn *b, const uint8_t *p, size_t n, uint8_t seq
 		r.caps |= CAP_CONNECT_WITH_DB;
 		snprintf(r.db, sizeof(r.db), "%s", c->db0);
 	}
+	/* the column definitions pass through as the server sends them */
+	r.ext_caps = c->ext_caps & hs.ext_caps;
 	b->caps = r.caps;
 	b->rt.caps = r.caps; /* the command queued before the login was tracked with 0 */
 	if (c->caps & ~b->caps & (CAP_DEPRECATE_EOF | CAP_SESSION_TRACK | CAP_MULTI_RESULTS))
@@ -226,6 +228,7 @@ static void bconn_login(struct bconn *b, const uint8_t *p, size_t n, uint8_t seq
 	/* a ghost's caps may follow a client before this login is done: the
 	 * pool matches on what this connection logged in with */
 	b->pool_caps = c->caps;
+	b->pool_ext_caps = c->ext_caps;
 	b->pool_charset = c->charset;
 	snprintf(r.user, sizeof(r.user), "%s", c->user);
 	snprintf(r.plugin, sizeof(r.plugin), "%s", NATIVE_PLUGIN);

@@ -494,6 +494,7 @@ static void send_handshake(struct client *c)
 	memcpy(h.scramble, c->scramble, SCRAMBLE_LEN);
 	h.scramble_len = SCRAMBLE_LEN;
 	h.caps = PROXY_CAPS;
+	h.ext_caps = PROXY_EXT_CAPS;
 	h.charset = CHARSET_UTF8MB4;
 	h.status = SST_AUTOCOMMIT;
 	snprintf(h.plugin, sizeof(h.plugin), "%s", NATIVE_PLUGIN);
@@ -586,6 +587,7 @@ static void check_password(struct client *c, const uint8_t *reply, size_t n, uin
 	for (size_t i = 0; i < c->w->nghosts; i++)
 		if (!strcmp(c->w->ghosts[i].user, c->user)) {
 			c->w->ghosts[i].caps = c->caps;
+			c->w->ghosts[i].ext_caps = c->ext_caps;
 			c->w->ghosts[i].charset = c->charset;
 		}
 	client_ok(c, seq);
@@ -610,6 +612,7 @@ static void client_auth(struct client *c, const uint8_t *p, size_t n, uint8_t se
 	}
 	snprintf(c->user, sizeof(c->user), "%s", r.user);
 	c->caps = r.caps & PROXY_CAPS;
+	c->ext_caps = r.ext_caps & PROXY_EXT_CAPS;
 	c->charset = r.charset;
 	if (r.has_db) {
 		snprintf(c->db0, sizeof(c->db0), "%s", r.db);

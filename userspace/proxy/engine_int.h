@@ -192,6 +192,7 @@ struct client {
 	char db0[256]; /* the schema named at connect: backends log in with it */
 	char db[256];  /* the current schema, for the classifier */
 	uint32_t caps;
+	uint32_t ext_caps; /* MariaDB extended capabilities, of PROXY_EXT_CAPS */
 	uint8_t charset;
 	/* session */
 	struct hist *hist;
@@ -316,7 +317,7 @@ struct bconn {
 	struct bconn *warm_next; /* in the worker's list of warm logins */
 	uint64_t idle_since;
 	char pool_user[128];
-	uint32_t pool_caps;
+	uint32_t pool_caps, pool_ext_caps;
 	uint8_t pool_charset;
 	bool pool_has_db;
 	int internal;  /* replayed commands whose answers are discarded */

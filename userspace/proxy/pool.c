@@ -130,6 +130,7 @@ bool pool_park(struct client *c, struct bconn *b)
 	b->c = NULL;
 	snprintf(b->pool_user, sizeof(b->pool_user), "%s", c->user);
 	b->pool_caps = c->caps;
+	b->pool_ext_caps = c->ext_caps;
 	b->pool_charset = c->charset;
 	b->hist_applied = 0; /* a clean connection never had the history replayed */
 	b->lid_gen = 0;
@@ -294,8 +295,8 @@ static struct bconn *pool_take(struct client *c, const struct topo_backend *be, 
 	for (struct bconn **pp = &w->pool; *pp; pp = &(*pp)->pool_next) {
 		struct bconn *b = *pp;
 		if (b->backend_id != be->id || b->resetting || b->pool_caps != c->caps ||
-		    b->pool_charset != c->charset || strcmp(b->pool_user, c->user) ||
-		    (b->pool_has_db && !c->db0[0]) ||
+		    b->pool_ext_caps != c->ext_caps || b->pool_charset != c->charset ||
+		    strcmp(b->pool_user, c->user) || (b->pool_has_db && !c->db0[0]) ||
 		    (b->hist_img && (!c->nhist || !hist_image_matches(c, b, fp))))
 			continue;
 		if (c->nhist && !b->hist_img) {
@@ -577,6 +578,7 @@ int ghosts_init(struct worker *w)
 		snprintf(g->user, sizeof(g->user), "%s", t->users[i].name);
 		memcpy(g->stage1, t->users[i].stage1, SHA1_LEN);
 		g->caps = PROXY_CAPS & ~(CAP_CONNECT_ATTRS | CAP_CONNECT_WITH_DB);
+		g->ext_caps = PROXY_EXT_CAPS;
 		g->charset = 45; /* utf8mb4_general_ci, the MariaDB client's default */
 		w->nghosts++;
 	}

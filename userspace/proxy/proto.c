@@ -247,7 +247,7 @@ static void copy_str(char *dst, size_t cap, const char *s, size_t n)
 int hs_build(uint8_t *dst, size_t cap, const struct handshake *h)
 {
 	struct wr w;
-	static const uint8_t zeros[10];
+	static const uint8_t zeros[6];
 
 	wr_init(&w, dst, cap);
 	wr_int(&w, 10, 1);
@@ -260,7 +260,8 @@ int hs_build(uint8_t *dst, size_t cap, const struct handshake *h)
 	wr_int(&w, h->status, 2);
 	wr_int(&w, h->caps >> 16, 2);
 	wr_int(&w, SCRAMBLE_LEN + 1, 1);
-	wr_bytes(&w, zeros, 10);
+	wr_bytes(&w, zeros, 6);
+	wr_int(&w, h->caps & CAP_LONG_PASSWORD ? 0 : h->ext_caps, 4);
 	wr_bytes(&w, h->scramble + 8, SCRAMBLE_LEN - 8);
 	wr_int(&w, 0, 1);
 	wr_cstr(&w, h->plugin);
@@ -298,9 +299,12 @@ int hs_parse(const uint8_t *p, size_t len, struct handshake *h)
 	h->status = (uint16_t)rd_int(&r, 2);
 	h->caps |= (uint32_t)rd_int(&r, 2) << 16;
 	alen = (size_t)rd_int(&r, 1);
-	rd_bytes(&r, 10);
+	rd_bytes(&r, 6);
+	h->ext_caps = (uint32_t)rd_int(&r, 4);
 	if (r.err)
 		return -1;
+	if (h->caps & CAP_LONG_PASSWORD)
+		h->ext_caps = 0; /* not a MariaDB server: reserved bytes */
 	if (h->caps & CAP_SECURE_CONNECTION) {
 		n = alen > 8 ? alen - 8 : 0;
 		if (n < 13)
@@ -334,9 +338,12 @@ int hsr_parse(const uint8_t *p, size_t len, struct hs_response *o)
 	o->caps = (uint32_t)rd_int(&r, 4);
 	o->max_packet = (uint32_t)rd_int(&r, 4);
 	o->charset = (uint8_t)rd_int(&r, 1);
-	rd_bytes(&r, 23);
+	rd_bytes(&r, 19);
+	o->ext_caps = (uint32_t)rd_int(&r, 4);
 	if (r.err || !(o->caps & CAP_PROTOCOL_41))
 		return -1;
+	if (o->caps & CAP_LONG_PASSWORD)
+		o->ext_caps = 0; /* not a MariaDB client: filler */
 	if (rd_left(&r) == 0 && (o->caps & CAP_SSL)) {
 		o->ssl_request = true;
 		return 0;
@@ -381,13 +388,14 @@ int hsr_parse(const uint8_t *p, size_t len, struct hs_response *o)
 int hsr_build(uint8_t *dst, size_t cap, const struct hs_response *o)
 {
 	struct wr w;
-	static const uint8_t zeros[23];
+	static const uint8_t zeros[19];
 
 	wr_init(&w, dst, cap);
 	wr_int(&w, o->caps, 4);
 	wr_int(&w, o->max_packet, 4);
 	wr_int(&w, o->charset, 1);
-	wr_bytes(&w, zeros, 23);
+	wr_bytes(&w, zeros, 19);
+	wr_int(&w, o->caps & CAP_LONG_PASSWORD ? 0 : o->ext_caps, 4);
 	wr_cstr(&w, o->user);
 	if (o->caps & CAP_PLUGIN_AUTH_LENENC) {
 		wr_lenenc_str(&w, o->auth, o->auth_len);

@@ -43,13 +43,22 @@
 #define CAP_DEPRECATE_EOF      (1u << 24)
 
 /* What the proxy offers clients, and asks of backends: the intersection with
- * the client's flags is what a session uses on both sides. */
+ * the client's flags is what a session uses on both sides. CAP_LONG_PASSWORD
+ * (CLIENT_MYSQL) is left out, as MariaDB servers do: without it, the last 4
+ * of the handshake's reserved bytes carry MariaDB's extended capabilities. */
 #define PROXY_CAPS                                                                                 \
-	(CAP_LONG_PASSWORD | CAP_FOUND_ROWS | CAP_LONG_FLAG | CAP_CONNECT_WITH_DB |                \
-	 CAP_NO_SCHEMA | CAP_IGNORE_SPACE | CAP_PROTOCOL_41 | CAP_INTERACTIVE | CAP_TRANSACTIONS | \
-	 CAP_SECURE_CONNECTION | CAP_MULTI_STATEMENTS | CAP_MULTI_RESULTS | CAP_PS_MULTI_RESULTS | \
-	 CAP_PLUGIN_AUTH | CAP_CONNECT_ATTRS | CAP_PLUGIN_AUTH_LENENC | CAP_SESSION_TRACK |        \
-	 CAP_DEPRECATE_EOF)
+	(CAP_FOUND_ROWS | CAP_LONG_FLAG | CAP_CONNECT_WITH_DB | CAP_NO_SCHEMA | CAP_IGNORE_SPACE | \
+	 CAP_PROTOCOL_41 | CAP_INTERACTIVE | CAP_TRANSACTIONS | CAP_SECURE_CONNECTION |            \
+	 CAP_MULTI_STATEMENTS | CAP_MULTI_RESULTS | CAP_PS_MULTI_RESULTS | CAP_PLUGIN_AUTH |       \
+	 CAP_CONNECT_ATTRS | CAP_PLUGIN_AUTH_LENENC | CAP_SESSION_TRACK | CAP_DEPRECATE_EOF)
+
+/* MariaDB's extended capabilities (bits 32-63 of the 64-bit set, here as
+ * their own word), exchanged when CLIENT_MYSQL is not set. The proxy passes
+ * on only what it forwards untouched: with EXTENDED_METADATA a column
+ * definition carries the data type's extended name and format (json, uuid,
+ * a geometry's type), which the proxy never reads. */
+#define MARIADB_CAP_EXTENDED_METADATA (1u << 3)
+#define PROXY_EXT_CAPS                MARIADB_CAP_EXTENDED_METADATA
 
 /* Server status flags */
 #define SST_IN_TRANS              0x0001
@@ -172,6 +181,7 @@ struct handshake {
 	uint8_t scramble[SCRAMBLE_LEN];
 	size_t scramble_len;
 	uint32_t caps;
+	uint32_t ext_caps; /* MariaDB's, when caps lack CAP_LONG_PASSWORD */
 	uint8_t charset;
 	uint16_t status;
 	char plugin[64];
@@ -184,6 +194,7 @@ int hs_parse(const uint8_t *p, size_t len, struct handshake *h);
 
 struct hs_response {
 	uint32_t caps;
+	uint32_t ext_caps; /* MariaDB's, when caps lack CAP_LONG_PASSWORD */
 	uint32_t max_packet;
 	uint8_t charset;
 	bool ssl_request; /* the short form: the client wants TLS */
