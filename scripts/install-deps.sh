@@ -12,7 +12,7 @@ PACKAGES=(
 	clang llvm libclang-rt-14-dev
 	libbpf-dev bpftool libelf-dev zlib1g-dev
 	libinih-dev libjson-c-dev libpcre2-dev libssl-dev
-	libmariadb-dev-compat libmariadb-dev mariadb-server mariadb-client
+	libmariadb-dev-compat libmariadb-dev mariadb-server mariadb-client mariadb-test
 	check
 	iproute2 util-linux procps
 	sysbench haproxy gnuplot-nox gawk
