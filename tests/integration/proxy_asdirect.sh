@@ -13,7 +13,8 @@
 #     inserted;
 #   - a backend login the server refuses for the client's schema name gives
 #     the server's error (1300), not the proxy's 1158;
-#   - MariaDB's extended type metadata (format=json) reaches the client.
+#   - MariaDB's extended type metadata (format=json) reaches the client;
+#   - a write that failed after writing a row (MyISAM): the next read sees it.
 . "$(dirname "$0")/lib.sh"
 itest_init proxy_asdirect
 itest_sandbox_up
@@ -115,6 +116,23 @@ proxied=$(q $PP "SELECT j FROM asd.tj" -vvv --column-type-info | grep '^Type:')
 echo "# direct: $direct; through 6450: $proxied"
 check "a JSON column's type says format=json directly" grep -q 'format=json' <<<"$direct"
 check_eq "the same column type through 6450" "$direct" "$proxied"
+
+# 7. A write that failed part way still wrote (MyISAM keeps the rows before
+# the failing one) and its ERR names no GTID: the session's next read must
+# see that row. The replicas apply 3 s late (MASTER_DELAY, still readers),
+# and the session wrote nothing before, so no GTID wait covers the row.
+sql_root $P1 "CREATE TABLE asd.tm (k INT PRIMARY KEY) ENGINE=MyISAM; INSERT INTO asd.tm VALUES (1)"
+gtid=$(sql_root $P1 "SELECT @@gtid_binlog_pos")
+for p in $P2 $P3; do
+	sql_root $p "SELECT MASTER_GTID_WAIT('$gtid', 20); STOP SLAVE; CHANGE MASTER TO MASTER_DELAY = 3; START SLAVE" >/dev/null
+done
+r=$(timeout -k 5 30 mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp -N -B --force \
+	<<<"INSERT INTO asd.tm VALUES (10), (1); SELECT COUNT(*) FROM asd.tm;" 2>&1 | tr '\n' ' ')
+check "a write that failed after writing a row: the session's next read sees it ($r)" \
+	grep -q 'Duplicate entry .* 2 $' <<<"$r"
+for p in $P2 $P3; do
+	sql_root $p "STOP SLAVE; CHANGE MASTER TO MASTER_DELAY = 0; START SLAVE"
+done
 
 check "mysteerd still runs" kill -0 "$ITEST_DAEMON_PID"
 itest_done

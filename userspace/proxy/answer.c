@@ -400,9 +400,12 @@ static void on_answer_done(struct client *c, struct bconn *b)
 	} else if (c->ro_trans && !ok && !c->trx_conn) {
 		c->ro_trans = false; /* START TRANSACTION READ ONLY failed */
 	}
-	if (c->cur_write && ok && e->ryw_mode != RYW_OFF) {
+	if (c->cur_write && e->ryw_mode != RYW_OFF) {
 		c->ryw_until_ms = now_ms() + (uint64_t)e->ryw_ms;
-		c->gtid_blind = !(b->caps & CAP_SESSION_TRACK);
+		/* A write that failed may still have written (the rows before the
+		 * failing one, in a table without transactions) and be on its way
+		 * to the replicas, but its ERR names no GTID: the window rule. */
+		c->gtid_blind = !ok || !(b->caps & CAP_SESSION_TRACK);
 	}
 	if (c->cur_hist && !ok) {
 		hist_pop(c);

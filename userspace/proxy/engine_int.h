@@ -236,8 +236,9 @@ struct client {
 	struct pstmt *stmts, *cur_ps;
 	char last_gtid[64]; /* of the session's last write, from the writer's OK */
 	/* the last write ran on a writer connection without session tracking
-	 * (a server without CLIENT_SESSION_TRACK): no last_gtid came, so
-	 * read_your_writes = gtid falls back to the window */
+	 * (a server without CLIENT_SESSION_TRACK), or failed (it may still
+	 * have written): no last_gtid came, so read_your_writes = gtid falls
+	 * back to the window */
 	bool gtid_blind;
 	uint32_t next_stmt_id;
 	uint32_t nstmts;    /* statements in stmts: capped by ps_per_session */
