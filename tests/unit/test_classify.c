@@ -720,6 +720,11 @@ static const struct tcase_row rows[] = {
     {"BINLOG 'x'", W, 0, 0},
     {"SIGNAL SQLSTATE '45000'", W, 0, 0},
     {"PREPARE s FROM 'SELECT 1'", W, UNR, 0},
+    {"FLUSH STATUS", W, CLS_F_SESSION_STATUS, 0},
+    {"flush local status", W, CLS_F_SESSION_STATUS, 0},
+    {"FLUSH NO_WRITE_TO_BINLOG STATUS", W, CLS_F_SESSION_STATUS, 0},
+    {"FLUSH TABLES", W, 0, CLS_F_SESSION_STATUS},
+    {"FLUSH LOCAL TABLES", W, 0, CLS_F_SESSION_STATUS},
     {"EXECUTE s", W, 0, 0},
     {"EXECUTE s USING @a", W, VR, 0},
     {"DEALLOCATE PREPARE s", W, 0, 0},
@@ -969,7 +974,8 @@ START_TEST(reasons)
 	ck_assert_str_eq(cls_flag_name(0), "temp_table");
 	ck_assert_str_eq(cls_flag_name(16), "calc_found_rows");
 	ck_assert_str_eq(cls_flag_name(17), "routine_tracked");
-	ck_assert_ptr_null(cls_flag_name(18));
+	ck_assert_str_eq(cls_flag_name(18), "session_status");
+	ck_assert_ptr_null(cls_flag_name(19));
 }
 END_TEST
 

@@ -1097,8 +1097,26 @@ static void parse_ddl(struct ps *s)
 	scan_body(s, M_NONE, false);
 }
 
+/* After FLUSH [LOCAL | NO_WRITE_TO_BINLOG] (s->t is the word after FLUSH):
+ * STATUS starts the session's status counters again on the connection it
+ * runs on, and a later SHOW STATUS of the session reads them there. */
+static void flush_status(struct ps *s)
+{
+	const uint8_t *w = s->lx.base + s->t->off;
+
+	if (s->t->type == T_WORD &&
+	    (name_is(w, s->t->len, "local") || name_is(w, s->t->len, "no_write_to_binlog"))) {
+		adv(s);
+		w = s->lx.base + s->t->off;
+	}
+	if (s->t->type == T_WORD && name_is(w, s->t->len, "status"))
+		s->flags |= CLS_F_SESSION_STATUS;
+}
+
 static void parse_admin(struct ps *s)
 {
+	bool flush = kw_is(s, KW_FLUSH);
+
 	switch (s->t->kw) {
 	case KW_LOCK:
 	case KW_OPTIMIZE:
@@ -1115,6 +1133,8 @@ static void parse_admin(struct ps *s)
 	}
 	set_token(s, CLS_WRITE, CLS_R_ADMIN);
 	adv(s);
+	if (flush)
+		flush_status(s);
 	scan_body(s, M_NONE, false);
 }
 
@@ -2491,6 +2511,7 @@ const char *cls_flag_name(unsigned bit)
 	    "set_transaction",
 	    "calc_found_rows",
 	    "routine_tracked",
+	    "session_status",
 	};
 
 	return bit < sizeof(names) / sizeof(names[0]) ? names[bit] : NULL;

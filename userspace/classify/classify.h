@@ -50,6 +50,8 @@ enum cls_flag {
 	                                     may follow and must run where it ran */
 	CLS_F_ROUTINE_TRACKED = 1u << 17, /* CALL of a procedure marked tracked in the
 	                                     routine table (cls_routines_set_tracked) */
+	CLS_F_SESSION_STATUS = 1u << 18,  /* FLUSH STATUS: the session's status
+	                                     counters start again where it runs */
 };
 
 /* Why the token is what it is (for --explain, logs and tests). */

@@ -590,8 +590,9 @@ void route_decide(struct client *c, enum cls_token tok, uint32_t flags, enum cls
 	c->cur_classified = true;
 	c->cur_tok = tok;
 	c->cur_flags = flags;
-	/* SET @a = ... is replayed from the history; SELECT @a := ... cannot be */
-	if ((flags & (CLS_F_TEMP_TABLE | CLS_F_NAMED_LOCK)) ||
+	/* SET @a = ... is replayed from the history; SELECT @a := ... cannot be.
+	 * After FLUSH STATUS the session's counters are the writer connection's. */
+	if ((flags & (CLS_F_TEMP_TABLE | CLS_F_NAMED_LOCK | CLS_F_SESSION_STATUS)) ||
 	    ((flags & CLS_F_USER_VAR_WRITE) && tok != CLS_SESSION)) {
 		if (!c->pin_writer)
 			log_debug("proxy: session of %s stays on the writer from now on", c->user);
