@@ -14,7 +14,8 @@
 #   - a backend login the server refuses for the client's schema name gives
 #     the server's error (1300), not the proxy's 1158;
 #   - MariaDB's extended type metadata (format=json) reaches the client;
-#   - a write that failed after writing a row (MyISAM): the next read sees it.
+#   - a write that failed after writing a row (MyISAM): the next read sees it;
+#   - FLUSH STATUS, reads, SHOW STATUS: the session's counters as directly.
 . "$(dirname "$0")/lib.sh"
 itest_init proxy_asdirect
 itest_sandbox_up
@@ -117,7 +118,16 @@ echo "# direct: $direct; through 6450: $proxied"
 check "a JSON column's type says format=json directly" grep -q 'format=json' <<<"$direct"
 check_eq "the same column type through 6450" "$direct" "$proxied"
 
-# 7. A write that failed part way still wrote (MyISAM keeps the rows before
+# 7. FLUSH STATUS, then statements, then the session's counters: the same
+# as directly (the session stays on its writer connection).
+stat="FLUSH STATUS; SELECT COUNT(*) FROM asd.t WHERE a > 1; SELECT a FROM asd.t;
+	SHOW SESSION STATUS LIKE 'Handler_read_rnd_next'; SHOW SESSION STATUS LIKE 'Com_select'"
+direct=$(q $P1 "$stat" | tr '\t\n' '  ')
+proxied=$(q $PP "$stat" | tr '\t\n' '  ')
+echo "# direct: $direct; through 6450: $proxied"
+check_eq "FLUSH STATUS; reads; SHOW STATUS: the counters as directly" "$direct" "$proxied"
+
+# 8. A write that failed part way still wrote (MyISAM keeps the rows before
 # the failing one) and its ERR names no GTID: the session's next read must
 # see that row. The replicas apply 3 s late (MASTER_DELAY, still readers),
 # and the session wrote nothing before, so no GTID wait covers the row.
