@@ -30,7 +30,7 @@ itest_init "${MTR_NAME:-mtr}"
 MTD=/usr/share/mysql/mysql-test
 CASES=${MTR_CASES:-$ITEST_ROOT/tests/mtr/cases.txt}
 KNOWN=$ITEST_ROOT/tests/mtr/known.txt
-OUT=${MTR_OUT:-$ITEST_BUILD/mtr}
+OUT=$(realpath -m "${MTR_OUT:-$ITEST_BUILD/mtr}")
 NAME=${MTR_NAME:-mtr}
 LOGS=$OUT/$NAME-log
 TIMEOUT=${MTR_TIMEOUT:-120}
@@ -65,6 +65,14 @@ setup() {
 		sql_root $port "STOP SLAVE SQL_THREAD; START SLAVE SQL_THREAD" ||
 			{ echo "# applier restart on $port failed"; return 1; }
 	done
+	# The schema mariadb-test-run keeps for itself: cases call
+	# mtr.add_suppression() for server log lines they expect.
+	mariadb --no-defaults -uroot -S "$SANDBOX_DIR/$P1/mysqld.sock" <<-'SQL' || { echo "# mtr schema failed"; return 1; }
+		CREATE DATABASE mtr;
+		CREATE TABLE mtr.test_suppressions (pattern VARCHAR(255)) ENGINE=MyISAM;
+		CREATE PROCEDURE mtr.add_suppression(pattern VARCHAR(255))
+			INSERT INTO mtr.test_suppressions (pattern) VALUES (pattern);
+	SQL
 	itest_daemon_start "$T/mysteer.conf" || return 1
 	wait_until 20 bash -c "[ \"\$(mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp -N -B -e 'SELECT 1' 2>/dev/null)\" = 1 ]" >/dev/null ||
 		{ echo "# 6450 does not answer"; return 1; }
@@ -86,7 +94,7 @@ setup || { echo "not ok - sandbox and mysteerd for the cases"; exit 1; }
 # Schemas the cases may leave behind are dropped between runs, on the
 # primary (the drops replicate), so that each run starts from the same empty
 # `test` schema.
-KEEP_DBS="'mysql','information_schema','performance_schema','sys','sbtest','mysteer_test'"
+KEEP_DBS="'mysql','information_schema','performance_schema','sys','sbtest','mysteer_test','mtr'"
 reset_schemas() {
 	local dbs d
 	dbs=$(sql_root $P1 "SELECT schema_name FROM information_schema.schemata WHERE schema_name NOT IN ($KEEP_DBS)")
@@ -124,6 +132,9 @@ run_case() {
 	local c=$1 port=$2 tag=$3 rc log=$LOGS/$1.$3.log
 	local var=$T/var-$tag
 	rm -rf "$var" && mkdir -p "$var/tmp" "$var/log" || return 1
+	# from the suite's directory, as mariadb-test-run runs it: `--require`
+	# names its files relative to it
+	cd "$MTD" || return 1
 	MYSQL_TEST_DIR=$MTD MYSQLTEST_VARDIR=$var MYSQL_TMP_DIR=$var/tmp \
 		MYSQL_CHARSETSDIR=/usr/share/mysql/charsets MYSQL_SHAREDIR=/usr/share/mysql \
 		MASTER_MYPORT=$port MASTER_MYSOCK=/nonexistent MYSQL_TEST_LOGIN_FILE=/nonexistent \
