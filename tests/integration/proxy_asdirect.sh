@@ -15,11 +15,14 @@
 #     the server's error (1300), not the proxy's 1158;
 #   - MariaDB's extended type metadata (format=json) reaches the client;
 #   - a write that failed after writing a row (MyISAM): the next read sees it;
-#   - FLUSH STATUS, reads, SHOW STATUS: the session's counters as directly.
+#   - FLUSH STATUS, reads, SHOW STATUS: the session's counters as directly;
+#   - a read on a late replica of a schema the session just made and USEd.
 . "$(dirname "$0")/lib.sh"
 itest_init proxy_asdirect
 itest_sandbox_up
-ITEST_PROXY_EXTRA="workers = 2" itest_write_config "$T/mysteer.conf"
+# a GTID wait bound longer than the replicas' delay of checks 8 and 9
+ITEST_PROXY_EXTRA="workers = 2
+read_your_writes_ms = 5000" itest_write_config "$T/mysteer.conf"
 itest_daemon_start "$T/mysteer.conf" || { itest_done; exit 1; }
 PP=6450
 wait_until 20 bash -c "[ \"\$(mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp -N -B -e 'SELECT 1' 2>/dev/null)\" = 1 ]" >/dev/null
@@ -131,7 +134,8 @@ check_eq "FLUSH STATUS; reads; SHOW STATUS: the counters as directly" "$direct" 
 # the failing one) and its ERR names no GTID: the session's next read must
 # see that row. The replicas apply 3 s late (MASTER_DELAY, still readers),
 # and the session wrote nothing before, so no GTID wait covers the row.
-sql_root $P1 "CREATE TABLE asd.tm (k INT PRIMARY KEY) ENGINE=MyISAM; INSERT INTO asd.tm VALUES (1)"
+sql_root $P1 "CREATE TABLE asd.tm (k INT PRIMARY KEY) ENGINE=MyISAM; INSERT INTO asd.tm VALUES (1);
+	CREATE DATABASE asd_old; CREATE TABLE asd_old.tu (v INT); INSERT INTO asd_old.tu VALUES (1)"
 gtid=$(sql_root $P1 "SELECT @@gtid_binlog_pos")
 for p in $P2 $P3; do
 	sql_root $p "SELECT MASTER_GTID_WAIT('$gtid', 20); STOP SLAVE; CHANGE MASTER TO MASTER_DELAY = 3; START SLAVE" >/dev/null
@@ -140,6 +144,28 @@ r=$(timeout -k 5 30 mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp -N -B --
 	<<<"INSERT INTO asd.tm VALUES (10), (1); SELECT COUNT(*) FROM asd.tm;" 2>&1 | tr '\n' ' ')
 check "a write that failed after writing a row: the session's next read sees it ($r)" \
 	grep -q 'Duplicate entry .* 2 $' <<<"$r"
+
+# 9. With the same late replicas: a schema made and used by the session, a
+# table in it, then a read. The read's replica catches up (GTID wait, within
+# read_your_writes_ms = 5000) before the session's `USE` is replayed there:
+# replayed first, it failed on the replica without the schema, and the read
+# ran in the connection's former schema (ERROR 1146 'asd_old.tu'; or, with
+# no table of that name there, wrong rows: the table of asd_old exists).
+# (PyMySQL sends USE as a statement, as mariadb-test does; the mariadb CLI
+# turns it into COM_INIT_DB)
+r=$(timeout -k 5 60 /usr/bin/python3 - $PP <<'PY' 2>&1
+import sys, pymysql
+c = pymysql.connect(host="127.0.0.1", port=int(sys.argv[1]), user="app", password="app",
+                    autocommit=True)
+cur = c.cursor()
+for s in ["USE asd_old", "CREATE DATABASE asd_new", "USE asd_new", "CREATE TABLE tu (v INT)",
+          "INSERT INTO tu VALUES (2)", "SELECT v, @@port FROM tu"]:
+    cur.execute(s)
+print(" ".join(str(v) for v in cur.fetchone()))
+PY
+)
+check "a schema the session just made and used: a read on a late replica reads it ($r)" \
+	grep -Eq "^2 ($P2|$P3)$" <<<"$r"
 for p in $P2 $P3; do
 	sql_root $p "STOP SLAVE; CHANGE MASTER TO MASTER_DELAY = 0; START SLAVE"
 done

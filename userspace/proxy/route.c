@@ -318,6 +318,15 @@ int send_cmd(struct client *c, struct bconn *b)
 	size_t n = buf_used(&c->cmd);
 	uint32_t xid;
 
+	/* A replica catches up with the session's last write before anything
+	 * of the session runs there, its history too: a `USE db` replayed
+	 * before the replica has the schema fails, and the read would then run
+	 * in another schema. The command comes back here once it has waited. */
+	if (c->w->e->ryw_mode == RYW_GTID) {
+		int r = gtid_prologue(c, b);
+		if (r != 0)
+			return r < 0 ? -1 : bconn_flush(b);
+	}
 	b->prep_key = NULL;
 	/* the history changes how the server may parse: the cached statements
 	 * were prepared without it (a clean connection has none replayed) */
@@ -333,11 +342,6 @@ int send_cmd(struct client *c, struct bconn *b)
 	}
 	if (track_prologue(c, b) < 0 || lid_prologue(c, b) < 0)
 		return -1;
-	if (c->w->e->ryw_mode == RYW_GTID) {
-		int r = gtid_prologue(c, b);
-		if (r != 0)
-			return r < 0 ? -1 : bconn_flush(b);
-	}
 	if (c->cur_ps && p[0] == COM_STMT_EXECUTE) {
 		struct bstmt *e;
 		if (queue_ps_prereqs(c, b, &xid, &e) < 0 || build_execute(c, e, xid, &p, &n) < 0)
