@@ -322,12 +322,14 @@ static void on_answer_done(struct client *c, struct bconn *b)
 	                    c->cur_kind == RESP_PREPARE);
 	/* the PREPARE of a FOUND_ROWS() ran where the read before it did: the
 	 * session keeps that connection for the EXECUTE (cmd_prepare). And a
-	 * statement that read the previous one's state (SHOW WARNINGS,
-	 * @@warning_count, ...) leaves that state as it was: the next one may
-	 * read it again there (mariadb-test sends SHOW WARNINGS itself after a
-	 * statement that warned, before the test's own @@warning_count). */
-	bool hold = (c->cur_kind == RESP_PREPARE && c->cur_ps && ps_reads_prev_state(c->cur_ps)) ||
-	            (c->cur_classified && (c->cur_flags & CLS_F_PREV_STATE));
+	 * read of the previous statement's diagnostics (SHOW WARNINGS,
+	 * @@warning_count, GET DIAGNOSTICS) leaves them as they were: the next
+	 * one may read them again there (mariadb-test sends SHOW WARNINGS
+	 * itself after a statement that warned, before the test's own
+	 * @@warning_count). */
+	bool hold =
+	    (c->cur_kind == RESP_PREPARE && c->cur_ps && ps_reads_prev_state(c->cur_ps)) ||
+	    (c->cur_classified && c->cur_tok == CLS_READ && (c->cur_flags & CLS_F_PREV_STATE));
 
 	/* A session statement (run here or failed half way), a routine, a
 	 * multi-statement or anything not understood may change how the server
