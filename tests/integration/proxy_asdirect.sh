@@ -16,7 +16,8 @@
 #   - MariaDB's extended type metadata (format=json) reaches the client;
 #   - a write that failed after writing a row (MyISAM): the next read sees it;
 #   - FLUSH STATUS, reads, SHOW STATUS: the session's counters as directly;
-#   - a read on a late replica of a schema the session just made and USEd.
+#   - a read on a late replica of a schema the session just made and USEd;
+#   - SET GLOBAL, then the global value read by the same session.
 . "$(dirname "$0")/lib.sh"
 itest_init proxy_asdirect
 itest_sandbox_up
@@ -129,6 +130,13 @@ direct=$(q $P1 "$stat" | tr '\t\n' '  ')
 proxied=$(q $PP "$stat" | tr '\t\n' '  ')
 echo "# direct: $direct; through 6450: $proxied"
 check_eq "FLUSH STATUS; reads; SHOW STATUS: the counters as directly" "$direct" "$proxied"
+
+# 7b. SET GLOBAL changes the writer alone (it is not replicated): the
+# session that set it reads its value afterwards.
+r=$(q $PP "SET GLOBAL max_heap_table_size = 2097152; SELECT @@global.max_heap_table_size;
+	SELECT @@global.max_heap_table_size")
+check_eq "SET GLOBAL, then the session reads the global value it set" "2097152 2097152" "$(echo $r)"
+sql_root $P1 "SET GLOBAL max_heap_table_size = DEFAULT"
 
 # 8. A write that failed part way still wrote (MyISAM keeps the rows before
 # the failing one) and its ERR names no GTID: the session's next read must

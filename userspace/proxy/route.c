@@ -595,9 +595,11 @@ void route_decide(struct client *c, enum cls_token tok, uint32_t flags, enum cls
 	c->cur_tok = tok;
 	c->cur_flags = flags;
 	/* SET @a = ... is replayed from the history; SELECT @a := ... cannot be.
-	 * After FLUSH STATUS the session's counters are the writer connection's. */
+	 * After FLUSH STATUS the session's counters are the writer connection's;
+	 * after SET GLOBAL the writer alone has the new value (it is not
+	 * replicated), and the session reads what it set. */
 	if ((flags & (CLS_F_TEMP_TABLE | CLS_F_NAMED_LOCK | CLS_F_SESSION_STATUS)) ||
-	    ((flags & CLS_F_USER_VAR_WRITE) && tok != CLS_SESSION)) {
+	    ((flags & CLS_F_USER_VAR_WRITE) && tok != CLS_SESSION) || reason == CLS_R_SET_GLOBAL) {
 		if (!c->pin_writer)
 			log_debug("proxy: session of %s stays on the writer from now on", c->user);
 		c->pin_writer = true;
