@@ -17,7 +17,8 @@
 #   - a write that failed after writing a row (MyISAM): the next read sees it;
 #   - FLUSH STATUS, reads, SHOW STATUS: the session's counters as directly;
 #   - a read on a late replica of a schema the session just made and USEd;
-#   - SET GLOBAL, then the global value read by the same session.
+#   - SET GLOBAL, then the global value read by the same session;
+#   - ANALYZE TABLE (a write answered by a result set), then its statistics.
 . "$(dirname "$0")/lib.sh"
 itest_init proxy_asdirect
 itest_sandbox_up
@@ -174,6 +175,13 @@ PY
 )
 check "a schema the session just made and used: a read on a late replica reads it ($r)" \
 	grep -Eq "^2 ($P2|$P3)$" <<<"$r"
+
+# 10. A write answered with a result set and no OK (ANALYZE TABLE) names no
+# GTID either: the session's next read, on the late replicas, must still
+# see what it wrote (the table's persistent statistics).
+r=$(q $PP "ANALYZE TABLE asd.t PERSISTENT FOR ALL;
+	SELECT COUNT(*) FROM mysql.table_stats WHERE db_name = 'asd' AND table_name = 't'" | tail -n 1)
+check_eq "ANALYZE TABLE, then its statistics read by the same session" 1 "$r"
 for p in $P2 $P3; do
 	sql_root $p "STOP SLAVE; CHANGE MASTER TO MASTER_DELAY = 0; START SLAVE"
 done

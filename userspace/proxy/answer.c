@@ -256,6 +256,8 @@ again:
 			c->last_gtid[0] = 0;
 		if (b->rt.last_ok.state && !b->frag_drop && ok_state_changed(&b->rt.last_ok) != 0)
 			b->state_changed = true;
+		if (b->rt.ok_now && b->internal == 0)
+			b->answer_ok = true;
 		if (b->gtid_wait && before == RS_ROWS && st == RS_ROWS && take >= 2)
 			b->gtid_ok = p[PKT_HDR] == 1 && p[PKT_HDR + 1] == '0';
 		if (b->lid_fetch && before == RS_ROWS && st == RS_ROWS)
@@ -406,8 +408,10 @@ static void on_answer_done(struct client *c, struct bconn *b)
 		c->ryw_until_ms = now_ms() + (uint64_t)e->ryw_ms;
 		/* A write that failed may still have written (the rows before the
 		 * failing one, in a table without transactions) and be on its way
-		 * to the replicas, but its ERR names no GTID: the window rule. */
-		c->gtid_blind = !ok || !(b->caps & CAP_SESSION_TRACK);
+		 * to the replicas, but its ERR names no GTID; nor does a write
+		 * answered with a result set alone (ANALYZE TABLE): the window
+		 * rule. */
+		c->gtid_blind = !ok || !b->answer_ok || !(b->caps & CAP_SESSION_TRACK);
 	}
 	if (c->cur_hist && !ok) {
 		hist_pop(c);

@@ -282,6 +282,7 @@ struct bconn {
 	bool tracking_gtid;      /* last_gtid added to session_track_system_variables */
 	bool tracking_state;     /* session_track_state_change = ON (the proxy's) */
 	bool state_changed;      /* the client's command in flight reported a state change */
+	bool answer_ok;          /* its answer had an OK (a result set alone: no GTID) */
 	bool state_tracked;      /* and was sent with tracking_state on */
 	bool gtid_wait, gtid_ok; /* a MASTER_GTID_WAIT holds the client's command back */
 	bool trans_open;         /* its last answer said: in a transaction or autocommit off */

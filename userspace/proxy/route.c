@@ -356,6 +356,7 @@ int send_cmd(struct client *c, struct bconn *b)
 		b->hist_applied = c->nhist;
 	}
 	b->state_changed = false;
+	b->answer_ok = false;
 	b->state_tracked = b->tracking_state;
 	resp_init(&b->rt, bconn_next_kind(b), b->caps);
 	b->awaiting = true;
