@@ -6,6 +6,6 @@
 # and tests/mtr/known.txt does not list it. `make mtr` runs all 250 cases.
 export MTR_CASES=${MTR_CASES:-$(dirname "$0")/../mtr/quick.txt}
 export MTR_NAME=mtr_quick
-# a hang shows within a minute (the slowest case here takes ~10 s on a busy VM)
+# a hang shows within a minute (the slowest case here, sp-row, takes ~11 s on a busy VM)
 export MTR_TIMEOUT=${MTR_TIMEOUT:-60}
 exec bash "$(dirname "$0")/../mtr/run.sh"
