@@ -25,7 +25,7 @@
 #define MS_MAX_BACKENDS 256
 #define MS_MAX_ROUTES   8
 #define MS_MAX_TARGETS  16
-#define MS_MAX_SERVICES 256 /* (vip + port-only) x route entries */
+#define MS_MAX_SERVICES 256 /* vip x route entries */
 #define MS_GENERATIONS  2
 #define MS_RINGBUF_SIZE (64 * 1024)
 
@@ -48,9 +48,7 @@
 #define MS_MAP_SK_MARK    "sk_mark"
 #define MS_MAP_CFG        "steer_cfg"
 
-/* Families as in the kernel (AF_INET 2, AF_INET6 10); 0 in a service key
- * means "any local address" (port-only entries used by sk_lookup). */
-#define MS_AF_ANY   0
+/* Families as in the kernel (AF_INET 2, AF_INET6 10). */
 #define MS_AF_INET  2
 #define MS_AF_INET6 10
 
@@ -61,8 +59,10 @@ struct ms_endpoint {
 	__u8 addr[16];
 };
 
-/* services: which route a destination belongs to. family MS_AF_ANY with a zero
- * addr is the port-only entry (sk_lookup: any local address). */
+/* services: which route a destination (a VIP and a route's port) belongs to.
+ * Both connect4/6 (the address connected to) and sk_lookup (the local address
+ * of the arriving connection) look up the exact VIP: an address that is not
+ * a VIP is never steered. */
 struct ms_service_key {
 	__u16 family;
 	__u16 port; /* network order */

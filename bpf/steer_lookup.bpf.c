@@ -1,10 +1,11 @@
 /*
- * steer_lookup.bpf.c - router-side steering: a TCP connection arriving on a
- * route's port (any local address) of the daemon's network namespace is
- * assigned, before the kernel's own listener lookup, to a socket of the
- * SOCKMAP: the chosen backend's own listener (local handoff: no proxy, the
- * server sees the client's address) or the relay listener mysteerd keeps for
- * that backend, or the route's error listener when it has no target.
+ * steer_lookup.bpf.c - router-side steering: a TCP connection arriving at a
+ * service address (a configured VIP and a route's port) of the daemon's
+ * network namespace is assigned, before the kernel's own listener lookup, to
+ * a socket of the SOCKMAP: the chosen backend's own listener (local handoff:
+ * no proxy, the server sees the client's address) or the relay listener
+ * mysteerd keeps for that backend, or the route's error listener when it has
+ * no target.
  *
  * The choice is the same as connect4/6 make (maps.bpf.h), so both paths
  * spread load alike. The program is attached to one network namespace through
@@ -70,9 +71,24 @@ int ms_sk_lookup(struct bpf_sk_lookup *ctx)
 	if (!cfg || !(cfg->flags & MS_CFG_ENABLED))
 		return SK_PASS;
 
-	/* Port-only entries: every local address of the namespace. */
-	key.family = MS_AF_ANY;
+	/* Only the VIPs: another local address on the port is left to the
+	 * kernel (whatever listens there, or a reset). */
 	key.port = bpf_htons((__u16)ctx->local_port);
+	if (ctx->family == AF_INET6_) {
+		__u32 ip6[4];
+
+		key.family = MS_AF_INET6;
+		ip6[0] = ctx->local_ip6[0];
+		ip6[1] = ctx->local_ip6[1];
+		ip6[2] = ctx->local_ip6[2];
+		ip6[3] = ctx->local_ip6[3];
+		__builtin_memcpy(key.addr, ip6, 16);
+	} else {
+		__u32 ip4 = ctx->local_ip4;
+
+		key.family = MS_AF_INET;
+		__builtin_memcpy(key.addr, &ip4, 4);
+	}
 	svc = bpf_map_lookup_elem(&services, &key);
 	if (!svc)
 		return SK_PASS;

@@ -2,7 +2,8 @@
 # steer_lookup.sh - router-side steering with sk_lookup: a client in a second
 # network namespace, joined to the test's router namespace by a veth pair
 # (10.210.0.0/30, inside the test's namespaces only), reaches 6446/6447 of the
-# router. With local handoff the servers get the connections on their own
+# router's veth addresses, its VIPs (another address of it is not steered).
+# With local handoff the servers get the connections on their own
 # listeners and see the client's veth address; a SIGKILL + restart of the
 # daemon during a stream of new connections loses none. With
 # local_handoff = off the relay carries a 50 MB result set and a 50 MB
@@ -46,7 +47,7 @@ cli_sql() { # port query [extra mariadb args]
 itest_sandbox_up
 check "the client namespace reaches the router over the veth" \
 	incli timeout 5 bash -c "exec 3<>/dev/tcp/$RTR/$P1"
-ITEST_STEER_EXTRA="vip = 127.0.0.1
+ITEST_STEER_EXTRA="vip = 127.0.0.1, $RTR, $RTR6
 lookup = on
 local_handoff = on" itest_write_config "$T/mysteer.conf"
 itest_daemon_start "$T/mysteer.conf" || exit 1
@@ -74,6 +75,13 @@ steered=$(status_json | json_get "sum(b['steered'] for b in d['backends'])")
 check "sk_lookup counts steered connections ($steered)" [ "${steered:-0}" -ge 102 ]
 check "an unrelated port of the router is untouched (direct to db2)" \
 	[ "$(cli_sql "$P2" 'SELECT @@port')" = "$P2" ]
+# Only the VIPs: another address of the router on 6446 is not steered (and
+# nothing listens there).
+ip addr add 10.210.0.5/32 dev veth-rtr
+incli ip route add 10.210.0.5/32 dev veth-cli
+out=$(TO=10.210.0.5 cli_sql 6446 'SELECT @@port' 2>&1)
+check "a router address that is not a VIP is not steered ($out)" \
+	grep -q "Can't connect" <<<"$out"
 
 # --- a backend restarting on its port: the handoff entry leaves with the
 # old listener and the new one is taken within a probe interval or so.

@@ -2,8 +2,9 @@
  * test_handoff.c - local handoff and the sk_lookup program: parsing
  * /proc/net/tcp{,6}, finding and copying a listener through pidfd_getfd, and
  * (in a private network and mount namespace, with a private bpffs) the
- * program assigning connections on a service port to the SOCKMAP socket of
- * the chosen backend, or to the route's error listener when it has none.
+ * program assigning connections to a service address (VIP and port) to the
+ * SOCKMAP socket of the chosen backend, or to the route's error listener when
+ * it has none; other local addresses untouched.
  */
 #define _GNU_SOURCE
 #include <check.h>
@@ -143,17 +144,33 @@ static int map_fd(const char *pin_dir, const char *name)
 	return fd;
 }
 
-static int connect_port(uint16_t port)
+static int connect_addr(const char *ip, uint16_t port)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
-	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	inet_pton(AF_INET, ip, &a.sin_addr);
 	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
 		close(fd);
 		return -1;
 	}
 	return fd;
+}
+
+static int connect_port(uint16_t port)
+{
+	return connect_addr("127.0.0.1", port);
+}
+
+/* A service entry: the VIP ip (IPv4 or IPv6 literal) on port. */
+static void put_service(int fd, const char *ip, uint16_t port, uint32_t route)
+{
+	struct ms_service_key k = {.port = htons(port)};
+	struct ms_service sv = {.route_id = route};
+
+	k.family = strchr(ip, ':') ? MS_AF_INET6 : MS_AF_INET;
+	ck_assert_int_eq(inet_pton(k.family == MS_AF_INET ? AF_INET : AF_INET6, ip, k.addr), 1);
+	ck_assert_int_eq(bpf_map_update_elem(fd, &k, &sv, 0), 0);
 }
 
 START_TEST(sk_lookup_assigns_backend_and_error_listener)
@@ -175,9 +192,9 @@ START_TEST(sk_lookup_assigns_backend_and_error_listener)
 	__u32 zero = 0, be = 3;
 	struct ms_cfg cfg = {.flags = MS_CFG_ENABLED, .abi_version = MS_ABI_VERSION};
 	ck_assert_int_eq(bpf_map_update_elem(map_fd(pin, MS_MAP_CFG), &zero, &cfg, 0), 0);
-	struct ms_service_key k = {.family = MS_AF_ANY, .port = htons(port)};
-	struct ms_service sv = {.route_id = 0};
-	ck_assert_int_eq(bpf_map_update_elem(map_fd(pin, MS_MAP_SERVICES), &k, &sv, 0), 0);
+	int svc = map_fd(pin, MS_MAP_SERVICES);
+	put_service(svc, "127.0.0.1", port, 0);
+	put_service(svc, "::1", port, 0);
 	struct ms_route rt = {.flags = MS_RT_PRESENT, .ntargets = 1, .total_weight = 1};
 	rt.target[0] = be;
 	rt.cum_weight[0] = 1;
@@ -287,8 +304,10 @@ START_TEST(sk_lookup_assigns_backend_and_error_listener)
 	close(a);
 	close(c);
 
-	/* Other ports are untouched. */
+	/* Other ports are untouched, and so is another local address on the
+	 * service port: only the VIPs are steered. */
 	ck_assert_int_eq(connect_port(port + 1), -1);
+	ck_assert_int_eq(connect_addr("127.0.0.2", port), -1);
 
 	bpf_link__destroy(link);
 	steer_lookup__destroy(skel);

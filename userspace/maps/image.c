@@ -164,8 +164,7 @@ static int add_service(struct maps_image *img, uint16_t family, const void *addr
 	memset(e, 0, sizeof(*e));
 	e->key.family = family;
 	e->key.port = htons(port);
-	if (addr)
-		memcpy(e->key.addr, addr, alen);
+	memcpy(e->key.addr, addr, alen);
 	e->val.route_id = route;
 	return 0;
 }
@@ -187,7 +186,7 @@ static int add_services(struct maps_image *img, const struct config *cfg,
 		if (rc)
 			return -1;
 	}
-	return add_service(img, MS_AF_ANY, NULL, 0, r->port, route);
+	return 0;
 }
 
 int maps_build_image(const struct topology *t, const struct config *cfg, struct maps_image *img,

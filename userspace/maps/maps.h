@@ -39,9 +39,9 @@ struct maps_image {
 /*
  * Builds the image of t: backends by id, each route's targets (readers
  * weighted by weight, weight 0 never chosen; the writer standing in for the
- * read route), and the services: every vip x every non-split route port, plus
- * one port-only entry a route for sk_lookup. Returns 0, or -1 with a reason
- * (more routes or backends than the ABI holds).
+ * read route), and the services: every vip x every non-split route port
+ * (both connect4/6 and sk_lookup steer those addresses only). Returns 0, or
+ * -1 with a reason (more routes or backends than the ABI holds).
  */
 int maps_build_image(const struct topology *t, const struct config *cfg, struct maps_image *img,
                      char *err, size_t errlen);
