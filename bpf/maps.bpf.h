@@ -17,7 +17,7 @@
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MS_MAX_SERVICES);
+	__uint(max_entries, MS_GENERATIONS *MS_MAX_SERVICES);
 	__type(key, struct ms_service_key);
 	__type(value, struct ms_service);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
@@ -33,7 +33,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MS_GENERATIONS *MS_MAX_ROUTES);
+	__uint(max_entries, MS_GENERATIONS *MS_ROUTE_SLOTS);
 	__type(key, __u32);
 	__type(value, struct ms_route);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
@@ -62,6 +62,22 @@ struct {
 	__type(value, __u64);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } steer_sockmap SEC(".maps");
+
+/*
+ * IPv6 sockets for IPv6 clients of sk_lookup, same slots as steer_sockmap: a
+ * server often has an IPv4 listener and a separate IPV6_V6ONLY one (mariadbd
+ * --bind-address=*), and an IPv6 connection cannot be given to an IPv4
+ * socket. Empty slots fall back to steer_sockmap (a dual-stack socket serves
+ * both). Here with the shared maps because steer_service fills its error
+ * listener slots with every publish, whether or not sk_lookup runs.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_SOCKMAP);
+	__uint(max_entries, MS_SOCKMAP_SIZE);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} steer_sockmap6 SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -92,19 +108,49 @@ static __always_inline struct ms_cfg *ms_cfg_get(void)
 	return bpf_map_lookup_elem(&steer_cfg, &zero);
 }
 
-/* The route of the active generation, or NULL. */
-static __always_inline struct ms_route *ms_route_get(__u32 route_id)
+/*
+ * The generation (0 or 1) programs read now. A program reads it once and uses
+ * it for every lookup of its run: the publisher (userspace/maps/steer.c)
+ * writes only the other generation, and before it writes a generation again
+ * it waits until every program that could still be reading it has finished,
+ * so no run ever sees a route or service half written.
+ */
+static __always_inline int ms_active_gen(__u32 *gen)
 {
-	__u32 zero = 0, idx;
-	__u32 *gen;
+	__u32 zero = 0;
+	__u32 *g = bpf_map_lookup_elem(&active_gen, &zero);
 
-	if (route_id >= MS_MAX_ROUTES)
+	if (!g)
+		return -1;
+	*gen = *g & 1;
+	return 0;
+}
+
+/*
+ * The route a destination (key: family, port, address; key->gen is set here)
+ * belongs to in generation gen, or NULL when it is not a service or its route
+ * is not steered in BPF (the split route). *route_id is its route id.
+ */
+static __always_inline struct ms_route *ms_service_route(__u32 gen, struct ms_service_key *key,
+                                                         __u32 *route_id)
+{
+	struct ms_service *svc;
+	struct ms_route *rt;
+	__u32 id, idx;
+
+	key->gen = gen;
+	svc = bpf_map_lookup_elem(&services, key);
+	if (!svc)
 		return NULL;
-	gen = bpf_map_lookup_elem(&active_gen, &zero);
-	if (!gen)
+	id = svc->route_id;
+	if (id >= MS_ROUTE_SLOTS)
 		return NULL;
-	idx = (*gen & 1) * MS_MAX_ROUTES + route_id;
-	return bpf_map_lookup_elem(&route_sel, &idx);
+	idx = (gen & 1) * MS_ROUTE_SLOTS + id;
+	rt = bpf_map_lookup_elem(&route_sel, &idx);
+	if (!rt || !(rt->flags & MS_RT_PRESENT) || (rt->flags & MS_RT_SPLIT))
+		return NULL;
+	*route_id = id;
+	return rt;
 }
 
 static __always_inline struct ms_counters *ms_counters_get(__u32 backend_id)

@@ -20,18 +20,24 @@
 #include <linux/types.h>
 #endif
 
-#define MS_ABI_VERSION 1
+#define MS_ABI_VERSION 2
 
 #define MS_MAX_BACKENDS 256
-#define MS_MAX_ROUTES   8
+#define MS_MAX_ROUTES   8 /* routes a config may have */
+/* Route ids. A route keeps its id while a route of that name exists, so a
+ * reload that reorders, adds or removes routes leaves the ids the sockets'
+ * marks carry meaning the same route; a new route takes an id that the
+ * active generation does not use, which twice MS_MAX_ROUTES always leaves. */
+#define MS_ROUTE_SLOTS  (2 * MS_MAX_ROUTES)
 #define MS_MAX_TARGETS  16
-#define MS_MAX_SERVICES 256 /* vip x route entries */
+#define MS_MAX_SERVICES 256 /* vip x route entries of one generation */
 #define MS_GENERATIONS  2
 #define MS_RINGBUF_SIZE (64 * 1024)
+#define MS_NAME_MAX     64 /* route names, as TOPO_NAME_MAX */
 
 /* SOCKMAP slots: one per backend (its local or relay listener), then one per
- * route for the "no target" error listener. */
-#define MS_SOCKMAP_SIZE       (MS_MAX_BACKENDS + MS_MAX_ROUTES)
+ * route id for the "no target" error listener. */
+#define MS_SOCKMAP_SIZE       (MS_MAX_BACKENDS + MS_ROUTE_SLOTS)
 #define MS_SOCKMAP_ERR(route) (MS_MAX_BACKENDS + (route))
 
 #define MS_NO_BACKEND 0xffffffffu
@@ -44,9 +50,16 @@
 #define MS_MAP_COUNTERS   "counters"
 #define MS_MAP_SOCKMAP    "steer_sockmap"
 #define MS_MAP_SOCKMAP6   "steer_sockmap6" /* IPv6 sockets, same slots (sk_lookup only) */
-#define MS_MAP_EVENTS     "steer_events"
-#define MS_MAP_SK_MARK    "sk_mark"
-#define MS_MAP_CFG        "steer_cfg"
+/* Pinned link names. */
+#define MS_LINK_CONNECT4 "link_connect4"
+#define MS_LINK_CONNECT6 "link_connect6"
+#define MS_LINK_GETPEER4 "link_getpeername4"
+#define MS_LINK_GETPEER6 "link_getpeername6"
+#define MS_LINK_SOCKOPS  "link_sockops"
+#define MS_LINK_LOOKUP   "link_sk_lookup"
+#define MS_MAP_EVENTS    "steer_events"
+#define MS_MAP_SK_MARK   "sk_mark"
+#define MS_MAP_CFG       "steer_cfg"
 
 /* Families as in the kernel (AF_INET 2, AF_INET6 10). */
 #define MS_AF_INET  2
@@ -59,18 +72,23 @@ struct ms_endpoint {
 	__u8 addr[16];
 };
 
-/* services: which route a destination (a VIP and a route's port) belongs to.
- * Both connect4/6 (the address connected to) and sk_lookup (the local address
- * of the arriving connection) look up the exact VIP: an address that is not
- * a VIP is never steered. */
+/*
+ * services: which route a destination (a VIP and a route's port) belongs to,
+ * in one generation. Both connect4/6 (the address connected to) and sk_lookup
+ * (the local address of the arriving connection) look up the exact VIP: an
+ * address that is not a VIP is never steered. Keyed by generation like
+ * route_sel, so a publish writes the services of the inactive generation
+ * and one flip of active_gen switches services and routes together.
+ */
 struct ms_service_key {
+	__u32 gen; /* generation (0 or 1) */
 	__u16 family;
 	__u16 port; /* network order */
 	__u8 addr[16];
 };
 
 struct ms_service {
-	__u32 route_id; /* index into a generation of route_sel */
+	__u32 route_id; /* route id: index into a generation of route_sel */
 	__u32 flags;    /* reserved, 0 */
 };
 
@@ -101,10 +119,12 @@ struct ms_backend {
 #define MS_REASON_NO_READER 2
 
 /*
- * route_sel: array of MS_GENERATIONS * MS_MAX_ROUTES, index
- * gen * MS_MAX_ROUTES + route_id. Targets are backend ids; cum_weight[i] is
+ * route_sel: array of MS_GENERATIONS * MS_ROUTE_SLOTS, index
+ * gen * MS_ROUTE_SLOTS + route_id. Targets are backend ids; cum_weight[i] is
  * the sum of weights of targets 0..i, so a weighted random pick is the first i
- * with r < cum_weight[i] for r uniform in [0, total_weight).
+ * with r < cum_weight[i] for r uniform in [0, total_weight). The route's
+ * error listeners are in the entry, so they change with the flip too; its
+ * name is there so that a restarted daemon keeps the route ids.
  */
 struct ms_route {
 	__u32 flags;
@@ -116,10 +136,15 @@ struct ms_route {
 	__u32 pad2;
 	__u32 target[MS_MAX_TARGETS];
 	__u32 cum_weight[MS_MAX_TARGETS];
+	/* "no target" listeners (mysteerd, relay_address; family 0: none) */
+	struct ms_endpoint errl;
+	struct ms_endpoint errl6; /* IPv6 one (family 0: use the v4-mapped errl) */
+	char name[MS_NAME_MAX];   /* NUL-terminated */
 };
 
-/* active_gen: array[1] of __u32, the generation (0 or 1) programs read. The
- * publisher fills the other one, then flips this. */
+/* active_gen: array[1] of __u32, a count of publishes; programs read the
+ * generation (count & 1) once per run and use it for every lookup. The
+ * publisher fills the other generation, then bumps this. */
 
 /* counters: array indexed by backend id; programs add with
  * __sync_fetch_and_add, userspace reads them. Not reset on republish. */
@@ -164,9 +189,6 @@ struct ms_cfg {
 	__u64 netns_cookie; /* programs act only on sockets of this netns */
 	__u32 flags;
 	__u32 abi_version;
-	/* "no target" listeners of each route (mysteerd, relay_address). */
-	struct ms_endpoint errl[MS_MAX_ROUTES];
-	struct ms_endpoint errl6[MS_MAX_ROUTES]; /* IPv6 ones (family 0: use v4-mapped errl) */
 };
 
 #endif

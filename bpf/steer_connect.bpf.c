@@ -5,8 +5,8 @@
  * to the backend chosen for that route now, and getpeername4/6 give the
  * application back the VIP it asked for.
  *
- * The choice is made from the active generation of route_sel (published by
- * userspace/maps), so no connect ever sees a half-written topology. The
+ * The choice is made from one generation of services and route_sel (published
+ * by userspace/maps), so no connect ever sees a half-written topology. The
  * socket is marked in sk_mark: sockops counts only marked sockets, the
  * close-on-demote iterator closes only them, getpeername reads the VIP there.
  */
@@ -19,22 +19,6 @@ char LICENSE[] SEC("license") = "GPL";
 static __always_inline int ms_is_v4mapped(const __u32 *ip6)
 {
 	return ip6[0] == 0 && ip6[1] == 0 && ip6[2] == bpf_htonl(0x0000ffff);
-}
-
-/* The service a destination belongs to, and so its route, or NULL. */
-static __always_inline struct ms_route *ms_lookup_route(struct ms_service_key *key, __u32 *route_id)
-{
-	struct ms_service *svc;
-	struct ms_route *rt;
-
-	svc = bpf_map_lookup_elem(&services, key);
-	if (!svc)
-		return NULL;
-	rt = ms_route_get(svc->route_id);
-	if (!rt || !(rt->flags & MS_RT_PRESENT) || (rt->flags & MS_RT_SPLIT))
-		return NULL;
-	*route_id = svc->route_id;
-	return rt;
 }
 
 /* An IPv4 socket cannot reach an IPv6 backend: the first IPv4 target of the
@@ -71,25 +55,23 @@ static __always_inline int ms_steer(struct bpf_sock_addr *ctx, struct ms_service
 	struct ms_counters *c;
 	struct ms_route *rt;
 	struct ms_cfg *cfg;
-	__u32 route_id = 0, be_id, flags = MS_SK_STEERED;
+	__u32 gen, route_id = 0, be_id, flags = MS_SK_STEERED;
 
 	cfg = ms_cfg_get();
 	if (!cfg || !(cfg->flags & MS_CFG_ENABLED))
 		return 0;
 	if (bpf_get_netns_cookie(ctx) != cfg->netns_cookie)
 		return 0;
-	rt = ms_lookup_route(key, &route_id);
+	if (ms_active_gen(&gen))
+		return 0;
+	rt = ms_service_route(gen, key, &route_id);
 	if (!rt)
 		return 0;
 
 	be_id = ms_pick_backend(rt, cfg);
 	if (be_id == MS_NO_BACKEND) {
-		struct ms_endpoint *e;
+		struct ms_endpoint *e = want_v6 && rt->errl6.family ? &rt->errl6 : &rt->errl;
 
-		if (route_id >= MS_MAX_ROUTES)
-			return 0;
-		e = want_v6 && cfg->errl6[route_id].family ? &cfg->errl6[route_id]
-		                                           : &cfg->errl[route_id];
 		if (!e->family)
 			return 0;
 		__builtin_memcpy(dst, e, sizeof(*dst));
@@ -114,7 +96,9 @@ static __always_inline int ms_steer(struct bpf_sock_addr *ctx, struct ms_service
 		mark->backend_id = flags == MS_SK_STEERED ? be_id : MS_NO_BACKEND;
 		mark->route_id = route_id;
 		mark->flags = flags;
-		__builtin_memcpy(&mark->vip, key, sizeof(mark->vip));
+		mark->vip.family = key->family;
+		mark->vip.port = key->port;
+		__builtin_memcpy(mark->vip.addr, key->addr, sizeof(mark->vip.addr));
 	}
 	if (flags == MS_SK_STEERED) {
 		c = ms_counters_get(be_id);

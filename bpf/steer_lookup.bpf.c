@@ -19,22 +19,6 @@ char LICENSE[] SEC("license") = "GPL";
 #define IPPROTO_TCP_ 6
 #define AF_INET6_    10
 
-/*
- * IPv6 sockets for IPv6 clients, same slots as steer_sockmap: a server often
- * has an IPv4 listener and a separate IPV6_V6ONLY one (mariadbd
- * --bind-address=*), and an IPv6 connection cannot be given to an IPv4
- * socket. Empty slots fall back to steer_sockmap (a dual-stack socket serves
- * both). Defined here, not in maps.bpf.h, because only sk_lookup uses it:
- * lookup_service unpins it.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_SOCKMAP);
-	__uint(max_entries, MS_SOCKMAP_SIZE);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} steer_sockmap6 SEC(".maps");
-
 static __always_inline int assign_from(struct bpf_sk_lookup *ctx, void *map, __u32 slot)
 {
 	struct bpf_sock *sk;
@@ -59,16 +43,17 @@ SEC("sk_lookup")
 int ms_sk_lookup(struct bpf_sk_lookup *ctx)
 {
 	struct ms_service_key key = {};
-	struct ms_service *svc;
 	struct ms_route *rt;
 	struct ms_counters *c;
 	struct ms_cfg *cfg;
-	__u32 be, route_id;
+	__u32 gen, be, route_id = 0;
 
 	if (ctx->protocol != IPPROTO_TCP_)
 		return SK_PASS;
 	cfg = ms_cfg_get();
 	if (!cfg || !(cfg->flags & MS_CFG_ENABLED))
+		return SK_PASS;
+	if (ms_active_gen(&gen))
 		return SK_PASS;
 
 	/* Only the VIPs: another local address on the port is left to the
@@ -89,14 +74,8 @@ int ms_sk_lookup(struct bpf_sk_lookup *ctx)
 		key.family = MS_AF_INET;
 		__builtin_memcpy(key.addr, &ip4, 4);
 	}
-	svc = bpf_map_lookup_elem(&services, &key);
-	if (!svc)
-		return SK_PASS;
-	route_id = svc->route_id;
-	if (route_id >= MS_MAX_ROUTES)
-		return SK_PASS;
-	rt = ms_route_get(route_id);
-	if (!rt || !(rt->flags & MS_RT_PRESENT) || (rt->flags & MS_RT_SPLIT))
+	rt = ms_service_route(gen, &key, &route_id);
+	if (!rt)
 		return SK_PASS;
 
 	be = ms_pick_backend(rt, cfg);

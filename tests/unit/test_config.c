@@ -278,6 +278,11 @@ static const struct bad bad_configs[] = {
      4, "admin_socket: value too long"},
     {BE "[route:r]\nport = 1\nrole = reader\n[route:r]\nport = 2\n", 6,
      "duplicate route name \"r\""},
+    /* the ninth route: the eBPF maps hold 8 */
+    {"[route:a]\nport=1\n[route:b]\nport=2\n[route:c]\nport=3\n[route:d]\nport=4\n"
+     "[route:e]\nport=5\n[route:f]\nport=6\n[route:g]\nport=7\n[route:h]\nport=8\n"
+     "[route:i]\nport=9\n" BE,
+     17, "route \"i\": more than 8 routes"},
 };
 
 START_TEST(test_bad_config)

@@ -4,7 +4,7 @@
  * (in a private network and mount namespace, with a private bpffs) the
  * program assigning connections to a service address (VIP and port) to the
  * SOCKMAP socket of the chosen backend, or to the route's error listener when
- * it has none; other local addresses untouched.
+ * it has none; other local addresses and the inactive generation untouched.
  */
 #define _GNU_SOURCE
 #include <check.h>
@@ -162,10 +162,10 @@ static int connect_port(uint16_t port)
 	return connect_addr("127.0.0.1", port);
 }
 
-/* A service entry: the VIP ip (IPv4 or IPv6 literal) on port. */
-static void put_service(int fd, const char *ip, uint16_t port, uint32_t route)
+/* A service entry: the VIP ip (IPv4 or IPv6 literal) on port, in gen. */
+static void put_service(int fd, uint32_t gen, const char *ip, uint16_t port, uint32_t route)
 {
-	struct ms_service_key k = {.port = htons(port)};
+	struct ms_service_key k = {.gen = gen, .port = htons(port)};
 	struct ms_service sv = {.route_id = route};
 
 	k.family = strchr(ip, ':') ? MS_AF_INET6 : MS_AF_INET;
@@ -193,8 +193,8 @@ START_TEST(sk_lookup_assigns_backend_and_error_listener)
 	struct ms_cfg cfg = {.flags = MS_CFG_ENABLED, .abi_version = MS_ABI_VERSION};
 	ck_assert_int_eq(bpf_map_update_elem(map_fd(pin, MS_MAP_CFG), &zero, &cfg, 0), 0);
 	int svc = map_fd(pin, MS_MAP_SERVICES);
-	put_service(svc, "127.0.0.1", port, 0);
-	put_service(svc, "::1", port, 0);
+	put_service(svc, 0, "127.0.0.1", port, 0);
+	put_service(svc, 0, "::1", port, 0);
 	struct ms_route rt = {.flags = MS_RT_PRESENT, .ntargets = 1, .total_weight = 1};
 	rt.target[0] = be;
 	rt.cum_weight[0] = 1;
@@ -308,6 +308,24 @@ START_TEST(sk_lookup_assigns_backend_and_error_listener)
 	 * service port: only the VIPs are steered. */
 	ck_assert_int_eq(connect_port(port + 1), -1);
 	ck_assert_int_eq(connect_addr("127.0.0.2", port), -1);
+
+	/* A service and route written into generation 1 act only once
+	 * active_gen flips, and then generation 0's do not. */
+	put_service(svc, 1, "127.0.0.2", port, 5);
+	__u32 idx = 1 * MS_ROUTE_SLOTS + 5, gen1 = 1;
+	ck_assert_int_eq(bpf_map_update_elem(rfd, &idx, &rt, 0), 0); /* no target */
+	eslot = MS_SOCKMAP_ERR(5);
+	v = errl;
+	ck_assert_int_eq(bpf_map_update_elem(sm, &eslot, &v, 0), 0);
+	ck_assert_int_eq(connect_addr("127.0.0.2", port), -1);
+	ck_assert_int_eq(bpf_map_update_elem(map_fd(pin, MS_MAP_ACTIVE_GEN), &zero, &gen1, 0), 0);
+	c = connect_addr("127.0.0.2", port);
+	ck_assert_int_ge(c, 0);
+	a = accept(errl, NULL, NULL);
+	ck_assert_int_ge(a, 0);
+	close(a);
+	close(c);
+	ck_assert_int_eq(connect_port(port), -1);
 
 	bpf_link__destroy(link);
 	steer_lookup__destroy(skel);

@@ -1,7 +1,8 @@
 /*
  * test_maps.c - the pure part of the eBPF publisher: topology -> map image
- * (targets, weights, fallback, services) and the close-on-demote diff, plus
- * the error listener's ERR packet.
+ * (targets, weights, fallback, services), route ids kept by name across
+ * reloads, and the close-on-demote diff, plus the error listener's ERR
+ * packet.
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -14,7 +15,7 @@
 struct fixture {
 	struct topology t;
 	struct topo_backend b[3];
-	struct topo_route r[3];
+	struct topo_route r[MS_MAX_ROUTES + 1];
 };
 
 static void backend(struct topo_backend *b, uint32_t id, const char *name, uint16_t port,
@@ -65,8 +66,31 @@ static struct maps_image *build(const struct topology *t, const struct config *c
 	char err[128];
 
 	ck_assert_ptr_nonnull(img);
-	ck_assert_int_eq(maps_build_image(t, cfg, img, err, sizeof(err)), 0);
+	ck_assert_int_eq(maps_build_image(t, cfg, NULL, img, err, sizeof(err)), 0);
 	return img;
+}
+
+/* The image of t with route ids assigned after *ids, which becomes t's. */
+static struct maps_image *build_ids(const struct topology *t, struct maps_route_ids *ids)
+{
+	struct maps_image *img = malloc(sizeof(*img));
+	struct maps_route_ids next;
+	uint32_t rid[MS_MAX_ROUTES];
+	char err[128];
+
+	ck_assert_ptr_nonnull(img);
+	ck_assert_int_eq(maps_assign_route_ids(ids, t, &next, rid, err, sizeof(err)), 0);
+	ck_assert_int_eq(maps_build_image(t, NULL, rid, img, err, sizeof(err)), 0);
+	*ids = next;
+	return img;
+}
+
+static void route(struct topo_route *r, const char *name, uint16_t port, enum route_role role)
+{
+	memset(r, 0, sizeof(*r));
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	r->port = port;
+	r->role = role;
 }
 
 START_TEST(writer_and_weighted_readers)
@@ -169,10 +193,13 @@ START_TEST(close_mask_on_promote)
 	b.b[1].role = ROLE_WRITER;
 	b.t.writer = 1;
 
-	ck_assert_uint_eq(maps_close_mask(&a.t, &b.t, mask), 1);
+	struct maps_image *ia = build(&a.t, NULL), *ib = build(&b.t, NULL);
+	ck_assert_uint_eq(maps_close_mask(ia, &b.t, ib, mask), 1);
 	ck_assert_uint_eq(mask[10], 1u << 0); /* db1's rw connections close */
 	ck_assert_uint_eq(mask[11], 0);       /* db2 left ro but is a live writer */
 	ck_assert_uint_eq(mask[12], 0);
+	free(ia);
+	free(ib);
 }
 END_TEST
 
@@ -186,10 +213,13 @@ START_TEST(close_mask_down_drain_disable)
 	b.b[1].health = HEALTH_DOWN;  /* down reader: its ro connections close */
 	b.b[2].admin = ADMIN_DISABLED;
 
-	ck_assert_uint_eq(maps_close_mask(&a.t, &b.t, mask), 2);
+	struct maps_image *ia = build(&a.t, NULL), *ib = build(&b.t, NULL);
+	ck_assert_uint_eq(maps_close_mask(ia, &b.t, ib, mask), 2);
 	ck_assert_uint_eq(mask[10], 0);
 	ck_assert_uint_eq(mask[11], 1u << 1);
 	ck_assert_uint_eq(mask[12], 1u << 1);
+	free(ia);
+	free(ib);
 }
 END_TEST
 
@@ -202,9 +232,11 @@ START_TEST(close_mask_writer_stops_standing_in)
 	a.b[1].health = HEALTH_DOWN;
 	a.b[2].health = HEALTH_DOWN; /* db1 stands in for ro */
 
-	ck_assert_uint_eq(maps_close_mask(&a.t, &b.t, mask), 0);
-	ck_assert_uint_eq(maps_close_mask(&a.t, &a.t, mask), 0);
-	ck_assert_uint_eq(maps_close_mask(NULL, &a.t, mask), 0);
+	struct maps_image *ia = build(&a.t, NULL), *ib = build(&b.t, NULL);
+	ck_assert_uint_eq(maps_close_mask(ia, &b.t, ib, mask), 0);
+	ck_assert_uint_eq(maps_close_mask(ia, &a.t, ia, mask), 0);
+	free(ia);
+	free(ib);
 }
 END_TEST
 
@@ -239,6 +271,94 @@ START_TEST(close_mask_adopted_matches_by_address)
 }
 END_TEST
 
+/* A reload reorders, adds and removes routes: every remaining route keeps
+ * its id (the sockets' marks carry it), a new one takes an id the live
+ * generation does not use, and the images agree route by route. */
+START_TEST(route_ids_follow_names)
+{
+	struct fixture a, b, c;
+	struct maps_route_ids ids = {0};
+	uint32_t mask[MS_MAX_BACKENDS];
+	fixture_init(&a);
+	fixture_init(&b);
+	fixture_init(&c);
+	struct maps_image *ia = build_ids(&a.t, &ids);
+	ck_assert_str_eq(ia->routes[0].name, "rw");
+	ck_assert_str_eq(ia->routes[1].name, "ro");
+	ck_assert_str_eq(ids.name[2], "split");
+
+	/* reload: [route:ro] first, split removed, rw2 (6448) added */
+	route(&b.r[0], "ro", 6447, ROUTE_READER);
+	route(&b.r[1], "rw2", 6448, ROUTE_WRITER);
+	route(&b.r[2], "rw", 6446, ROUTE_WRITER);
+	struct maps_route_ids prev = ids;
+	struct maps_image *ib = build_ids(&b.t, &ids);
+	ck_assert_str_eq(ids.name[0], "rw");
+	ck_assert_str_eq(ids.name[1], "ro");
+	ck_assert_str_eq(ids.name[2], "");    /* split gone */
+	ck_assert_str_eq(ids.name[3], "rw2"); /* not 2: the live generation had split there */
+	ck_assert_str_eq(prev.name[2], "split");
+	ck_assert_uint_eq(ib->routes[0].target[0], 10);
+	ck_assert(ib->routes[1].flags & MS_RT_READER);
+	ck_assert(!(ib->routes[2].flags & MS_RT_PRESENT));
+	ck_assert_uint_eq(ib->routes[3].port, 6448);
+	for (size_t i = 0; i < ib->nservices; i++) {
+		uint16_t port = ntohs(ib->services[i].key.port);
+		ck_assert_uint_eq(ib->services[i].val.route_id, port == 6446   ? 0
+		                                                : port == 6447 ? 1
+		                                                               : 3);
+	}
+	/* the writer's and the readers' connections all stay */
+	ck_assert_uint_eq(maps_close_mask(ia, &b.t, ib, mask), 0);
+
+	/* the next reload may reuse id 2: no generation uses it now */
+	route(&c.r[0], "rw3", 6449, ROUTE_WRITER);
+	c.t.nroutes = 1;
+	struct maps_image *ic = build_ids(&c.t, &ids);
+	ck_assert_str_eq(ids.name[2], "rw3");
+	ck_assert_str_eq(ids.name[0], "");
+	/* rw and rw2 removed: their connections close; reader connections
+	 * to a live reader stay, as when a reader leaves a route */
+	ck_assert_uint_eq(maps_close_mask(ib, &c.t, ic, mask), 1);
+	ck_assert_uint_eq(mask[10], (1u << 0) | (1u << 3));
+	ck_assert_uint_eq(mask[11], 0);
+	free(ia);
+	free(ib);
+	free(ic);
+}
+END_TEST
+
+/* A reload that replaces every route at once still finds ids the live
+ * generation does not use; a ninth route is refused. */
+START_TEST(route_ids_full_replacement)
+{
+	struct fixture a, b;
+	struct maps_route_ids ids = {0}, next;
+	uint32_t rid[MS_MAX_ROUTES];
+	char err[128], name[16];
+	fixture_init(&a);
+	fixture_init(&b);
+	for (int i = 0; i < MS_MAX_ROUTES; i++) {
+		snprintf(name, sizeof(name), "a%d", i);
+		route(&a.r[i], name, (uint16_t)(7000 + i), ROUTE_WRITER);
+		snprintf(name, sizeof(name), "b%d", i);
+		route(&b.r[i], name, (uint16_t)(7000 + i), ROUTE_WRITER);
+	}
+	a.t.nroutes = b.t.nroutes = MS_MAX_ROUTES;
+	ck_assert_int_eq(maps_assign_route_ids(&ids, &a.t, &next, rid, err, sizeof(err)), 0);
+	ids = next;
+	ck_assert_int_eq(maps_assign_route_ids(&ids, &b.t, &next, rid, err, sizeof(err)), 0);
+	for (int i = 0; i < MS_MAX_ROUTES; i++) {
+		ck_assert_uint_ge(rid[i], MS_MAX_ROUTES);
+		ck_assert_str_eq(ids.name[rid[i]], "");
+	}
+	route(&b.r[MS_MAX_ROUTES], "b8", 7008, ROUTE_WRITER);
+	b.t.nroutes = MS_MAX_ROUTES + 1;
+	ck_assert_int_eq(maps_assign_route_ids(&ids, &b.t, &next, rid, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "routes"));
+}
+END_TEST
+
 START_TEST(err_packet)
 {
 	uint8_t buf[64];
@@ -266,6 +386,8 @@ int main(void)
 	tcase_add_test(tc, weight_zero_and_fallback);
 	tcase_add_test(tc, no_writer_names_the_reason);
 	tcase_add_test(tc, services_per_vip_only);
+	tcase_add_test(tc, route_ids_follow_names);
+	tcase_add_test(tc, route_ids_full_replacement);
 	tcase_add_test(tc, close_mask_on_promote);
 	tcase_add_test(tc, close_mask_down_drain_disable);
 	tcase_add_test(tc, close_mask_writer_stops_standing_in);

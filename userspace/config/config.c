@@ -420,6 +420,11 @@ static bool begin_named(struct pctx *p, enum sect sec, const char *name)
 				     name, c->routes[i].line);
 				return false;
 			}
+		if (c->nroutes == CONFIG_MAX_ROUTES) {
+			fail(p, p->line, "route \"%s\": more than %d routes", name,
+			     CONFIG_MAX_ROUTES);
+			return false;
+		}
 		if (!(c->routes = grow(c->routes, c->nroutes, sizeof(*c->routes))))
 			goto oom;
 		p->cur = c->nroutes++;

@@ -16,6 +16,8 @@
 #include "common/topology.h"
 
 #define CONFIG_MAX_VIPS 16
+/* [route:] sections: what the eBPF maps hold (MS_MAX_ROUTES). */
+#define CONFIG_MAX_ROUTES 8
 
 #define CONFIG_DEFAULT_PRIORITY 100
 #define CONFIG_DEFAULT_WEIGHT   1

@@ -64,7 +64,6 @@ static json_object *dump_cfg(const struct dump_fds *f, uint32_t gen)
 	json_object *o = json_object_new_object();
 	struct ms_cfg c;
 	__u32 zero = 0;
-	char buf[80];
 
 	if (bpf_map_lookup_elem(f->cfg, &zero, &c))
 		return o;
@@ -74,13 +73,8 @@ static json_object *dump_cfg(const struct dump_fds *f, uint32_t gen)
 	json_object_object_add(
 	    o, "reader_policy",
 	    json_object_new_string(c.flags & MS_CFG_LEAST_CONN ? "least_conn" : "random"));
-	json_object_object_add(o, "active_gen", json_object_new_int((int)gen));
-	json_object *errl = json_object_new_array();
-	for (int r = 0; r < MS_MAX_ROUTES; r++)
-		if (c.errl[r].family)
-			json_object_array_add(
-			    errl, json_object_new_string(ep_str(&c.errl[r], buf, sizeof(buf))));
-	json_object_object_add(o, "error_listeners", errl);
+	json_object_object_add(o, "active_gen", json_object_new_int((int)(gen & 1)));
+	json_object_object_add(o, "publishes", json_object_new_int64(gen));
 	return o;
 }
 
@@ -115,16 +109,27 @@ static json_object *dump_backends(const struct dump_fds *f)
 static json_object *dump_routes(const struct dump_fds *f, uint32_t gen)
 {
 	json_object *a = json_object_new_array();
+	char buf[80];
 
-	for (__u32 r = 0; r < MS_MAX_ROUTES; r++) {
-		__u32 idx = (gen & 1) * MS_MAX_ROUTES + r;
+	for (__u32 r = 0; r < MS_ROUTE_SLOTS; r++) {
+		__u32 idx = (gen & 1) * MS_ROUTE_SLOTS + r;
 		struct ms_route rt;
 		if (bpf_map_lookup_elem(f->route_sel, &idx, &rt) || !(rt.flags & MS_RT_PRESENT))
 			continue;
+		rt.name[sizeof(rt.name) - 1] = 0;
 		json_object *o = json_object_new_object();
 		json_object *t = json_object_new_array();
 		json_object_object_add(o, "id", json_object_new_int((int)r));
+		json_object_object_add(o, "name", json_object_new_string(rt.name));
 		json_object_object_add(o, "port", json_object_new_int(rt.port));
+		if (rt.errl.family)
+			json_object_object_add(
+			    o, "error_listener",
+			    json_object_new_string(ep_str(&rt.errl, buf, sizeof(buf))));
+		if (rt.errl6.family)
+			json_object_object_add(
+			    o, "error_listener6",
+			    json_object_new_string(ep_str(&rt.errl6, buf, sizeof(buf))));
 		json_object_object_add(o, "flags", flags_json(rt.flags, rt_flag_names, 4));
 		for (__u32 i = 0; i < rt.ntargets && i < MS_MAX_TARGETS; i++) {
 			json_object *e = json_object_new_object();
@@ -142,7 +147,8 @@ static json_object *dump_routes(const struct dump_fds *f, uint32_t gen)
 	return a;
 }
 
-static json_object *dump_services(const struct dump_fds *f)
+/* The services of the active generation. */
+static json_object *dump_services(const struct dump_fds *f, uint32_t gen)
 {
 	json_object *a = json_object_new_array();
 	struct ms_service_key k, next;
@@ -152,9 +158,11 @@ static json_object *dump_services(const struct dump_fds *f)
 	while (!bpf_map_get_next_key(f->services, prev, &next)) {
 		struct ms_service v;
 		struct ms_endpoint ep;
-		if (!bpf_map_lookup_elem(f->services, &next, &v)) {
+		if (next.gen == (gen & 1) && !bpf_map_lookup_elem(f->services, &next, &v)) {
 			json_object *o = json_object_new_object();
-			memcpy(&ep, &next, sizeof(ep));
+			ep.family = next.family;
+			ep.port = next.port;
+			memcpy(ep.addr, next.addr, sizeof(ep.addr));
 			json_object_object_add(
 			    o, "address", json_object_new_string(ep_str(&ep, buf, sizeof(buf))));
 			json_object_object_add(o, "route", json_object_new_int((int)v.route_id));
@@ -217,7 +225,7 @@ int maps_dump(const char *bpffs_dir, bool json, FILE *out)
 	root = json_object_new_object();
 	json_object_object_add(root, "bpffs_dir", json_object_new_string(bpffs_dir));
 	json_object_object_add(root, "config", dump_cfg(&f, gen));
-	json_object_object_add(root, "services", dump_services(&f));
+	json_object_object_add(root, "services", dump_services(&f, gen));
 	json_object_object_add(root, "routes", dump_routes(&f, gen));
 	json_object_object_add(root, "backends", dump_backends(&f));
 	if (json)

@@ -31,8 +31,9 @@ struct errl_route {
 
 struct errlisten {
 	struct evloop *loop;
-	size_t n;
-	struct errl_route r[MS_MAX_ROUTES];
+	struct sockaddr_storage addr;
+	socklen_t addrlen;
+	struct errl_route r[MS_ROUTE_SLOTS];
 };
 
 size_t maps_err_packet(uint8_t *buf, size_t len, uint16_t code, const char *msg)
@@ -80,90 +81,108 @@ static void on_accept(struct evloop *l, int fd, unsigned events, void *arg)
 	}
 }
 
-static int listen_on(const char *addr, char *err, size_t errlen)
+static int parse_addr(const char *addr, struct sockaddr_storage *ss, socklen_t *sl)
 {
-	struct sockaddr_storage ss = {0};
-	socklen_t sl;
-	int fd;
-
-	if (inet_pton(AF_INET, addr, &((struct sockaddr_in *)&ss)->sin_addr) == 1) {
-		ss.ss_family = AF_INET;
-		sl = sizeof(struct sockaddr_in);
-	} else if (inet_pton(AF_INET6, addr, &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1) {
-		ss.ss_family = AF_INET6;
-		sl = sizeof(struct sockaddr_in6);
-	} else {
-		snprintf(err, errlen, "relay_address %s is not an IP address", addr);
-		return -1;
+	memset(ss, 0, sizeof(*ss));
+	if (inet_pton(AF_INET, addr, &((struct sockaddr_in *)ss)->sin_addr) == 1) {
+		ss->ss_family = AF_INET;
+		*sl = sizeof(struct sockaddr_in);
+		return 0;
 	}
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&ss, sl) || listen(fd, 128)) {
-		snprintf(err, errlen, "error listener on %s: %s", addr, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
+	if (inet_pton(AF_INET6, addr, &((struct sockaddr_in6 *)ss)->sin6_addr) == 1) {
+		ss->ss_family = AF_INET6;
+		*sl = sizeof(struct sockaddr_in6);
+		return 0;
 	}
-	return fd;
+	return -1;
 }
 
-struct errlisten *errl_new(struct evloop *l, const char *addr, size_t nroutes, char *err,
-                           size_t errlen)
+struct errlisten *errl_new(struct evloop *l, const char *addr, char *err, size_t errlen)
 {
-	struct errlisten *e;
+	struct errlisten *e = calloc(1, sizeof(*e));
 
-	if (nroutes > MS_MAX_ROUTES) {
-		snprintf(err, errlen, "%zu routes, at most %d", nroutes, MS_MAX_ROUTES);
-		return NULL;
-	}
-	e = calloc(1, sizeof(*e));
 	if (!e) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
+	if (parse_addr(addr, &e->addr, &e->addrlen)) {
+		snprintf(err, errlen, "relay_address %s is not an IP address", addr);
+		free(e);
+		return NULL;
+	}
 	e->loop = l;
-	for (size_t i = 0; i < MS_MAX_ROUTES; i++)
+	for (size_t i = 0; i < MS_ROUTE_SLOTS; i++) {
+		e->r[i].owner = e;
 		e->r[i].fd = -1;
-	for (size_t i = 0; i < nroutes; i++) {
-		struct errl_route *r = &e->r[i];
-		r->owner = e;
-		snprintf(r->msg, sizeof(r->msg), "mysteer: no target for this route yet");
-		r->fd = listen_on(addr, err, errlen);
-		if (r->fd < 0 || (l && evloop_add_fd(l, r->fd, EV_READ, on_accept, r))) {
-			if (r->fd >= 0)
-				snprintf(err, errlen, "error listener: evloop_add_fd failed");
-			errl_free(e);
-			return NULL;
-		}
-		e->n = i + 1;
 	}
 	return e;
+}
+
+int errl_open(struct errlisten *e, size_t route, char *err, size_t errlen)
+{
+	struct errl_route *r;
+	char a[INET6_ADDRSTRLEN] = "?";
+	int fd;
+
+	if (!e || route >= MS_ROUTE_SLOTS) {
+		snprintf(err, errlen, "error listener: bad route id %zu", route);
+		return -1;
+	}
+	r = &e->r[route];
+	if (r->fd >= 0)
+		return 0;
+	fd = socket(e->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&e->addr, e->addrlen) || listen(fd, 128)) {
+		if (e->addr.ss_family == AF_INET)
+			inet_ntop(AF_INET, &((struct sockaddr_in *)&e->addr)->sin_addr, a,
+			          sizeof(a));
+		else
+			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&e->addr)->sin6_addr, a,
+			          sizeof(a));
+		snprintf(err, errlen, "error listener on %s: %s", a, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (e->loop && evloop_add_fd(e->loop, fd, EV_READ, on_accept, r)) {
+		snprintf(err, errlen, "error listener: evloop_add_fd failed");
+		close(fd);
+		return -1;
+	}
+	r->fd = fd;
+	snprintf(r->msg, sizeof(r->msg), "mysteer: no target for this route yet");
+	return 0;
+}
+
+void errl_close(struct errlisten *e, size_t route)
+{
+	if (!e || route >= MS_ROUTE_SLOTS || e->r[route].fd < 0)
+		return;
+	if (e->loop)
+		evloop_del_fd(e->loop, e->r[route].fd);
+	close(e->r[route].fd);
+	e->r[route].fd = -1;
 }
 
 void errl_free(struct errlisten *e)
 {
 	if (!e)
 		return;
-	for (size_t i = 0; i < MS_MAX_ROUTES; i++) {
-		if (e->r[i].fd < 0)
-			continue;
-		if (e->loop)
-			evloop_del_fd(e->loop, e->r[i].fd);
-		close(e->r[i].fd);
-	}
+	for (size_t i = 0; i < MS_ROUTE_SLOTS; i++)
+		errl_close(e, i);
 	free(e);
 }
 
 void errl_set_reason(struct errlisten *e, size_t route, const char *msg)
 {
-	if (e && route < e->n)
+	if (e && route < MS_ROUTE_SLOTS)
 		snprintf(e->r[route].msg, sizeof(e->r[route].msg), "%s", msg);
 }
 
 int errl_fd(const struct errlisten *e, size_t route)
 {
-	return e && route < e->n ? e->r[route].fd : -1;
+	return e && route < MS_ROUTE_SLOTS ? e->r[route].fd : -1;
 }
-
 int errl_endpoint(const struct errlisten *e, size_t route, struct ms_endpoint *ep)
 {
 	struct sockaddr_storage ss;

@@ -128,6 +128,7 @@ static void build_route(const struct topology *t, const struct topo_route *r, st
 	memset(rt, 0, sizeof(*rt));
 	rt->flags = MS_RT_PRESENT;
 	rt->port = r->port;
+	snprintf(rt->name, sizeof(rt->name), "%s", r->name);
 	if (r->role == ROUTE_SPLIT) {
 		rt->flags |= MS_RT_SPLIT;
 		return;
@@ -153,6 +154,7 @@ static void build_route(const struct topology *t, const struct topo_route *r, st
 	explain(t, r, reason, rlen);
 }
 
+/* key.gen is left 0: the publisher sets the generation it writes. */
 static int add_service(struct maps_image *img, uint16_t family, const void *addr, size_t alen,
                        uint16_t port, uint32_t route)
 {
@@ -189,8 +191,52 @@ static int add_services(struct maps_image *img, const struct config *cfg,
 	return 0;
 }
 
-int maps_build_image(const struct topology *t, const struct config *cfg, struct maps_image *img,
-                     char *err, size_t errlen)
+_Static_assert(MS_NAME_MAX == TOPO_NAME_MAX, "route names fit the maps");
+_Static_assert(MS_MAX_ROUTES == CONFIG_MAX_ROUTES, "the config holds what the maps hold");
+
+static int id_of(const struct maps_route_ids *ids, const char *name)
+{
+	for (int i = 0; i < MS_ROUTE_SLOTS; i++)
+		if (ids->name[i][0] && strcmp(ids->name[i], name) == 0)
+			return i;
+	return -1;
+}
+
+int maps_assign_route_ids(const struct maps_route_ids *prev, const struct topology *t,
+                          struct maps_route_ids *next, uint32_t ids[MS_MAX_ROUTES], char *err,
+                          size_t errlen)
+{
+	memset(next, 0, sizeof(*next));
+	if (t->nroutes > MS_MAX_ROUTES) {
+		snprintf(err, errlen, "%zu routes, the maps hold %d", t->nroutes, MS_MAX_ROUTES);
+		return -1;
+	}
+	for (size_t r = 0; r < t->nroutes; r++) {
+		int id = id_of(prev, t->routes[r].name);
+		ids[r] = id >= 0 ? (uint32_t)id : MS_ROUTE_SLOTS;
+		if (id >= 0)
+			snprintf(next->name[id], sizeof(next->name[id]), "%s", t->routes[r].name);
+	}
+	/* New routes: ids free in prev, so none the live generation uses. */
+	for (size_t r = 0; r < t->nroutes; r++) {
+		int id = 0;
+		if (ids[r] < MS_ROUTE_SLOTS)
+			continue;
+		while (id < MS_ROUTE_SLOTS && (prev->name[id][0] || next->name[id][0]))
+			id++;
+		if (id == MS_ROUTE_SLOTS) { /* cannot happen: 2 x MS_MAX_ROUTES ids */
+			snprintf(err, errlen, "no free route id for route %s", t->routes[r].name);
+			return -1;
+		}
+		ids[r] = (uint32_t)id;
+		snprintf(next->name[id], sizeof(next->name[id]), "%s", t->routes[r].name);
+	}
+	return 0;
+}
+
+int maps_build_image(const struct topology *t, const struct config *cfg,
+                     const uint32_t ids[MS_MAX_ROUTES], struct maps_image *img, char *err,
+                     size_t errlen)
 {
 	memset(img, 0, sizeof(*img));
 	if (t->nroutes > MS_MAX_ROUTES) {
@@ -207,13 +253,17 @@ int maps_build_image(const struct topology *t, const struct config *cfg, struct 
 		mb->flags = backend_flags(b, &mb->ep);
 		mb->weight = b->weight > 0 ? (uint32_t)b->weight : 0;
 	}
-	img->nroutes = t->nroutes;
 	for (size_t r = 0; r < t->nroutes; r++) {
 		const struct topo_route *tr = &t->routes[r];
-		build_route(t, tr, &img->routes[r], img->reason[r], sizeof(img->reason[r]));
+		uint32_t id = ids ? ids[r] : (uint32_t)r;
+		if (id >= MS_ROUTE_SLOTS || (img->routes[id].flags & MS_RT_PRESENT)) {
+			snprintf(err, errlen, "route %s: bad route id %u", tr->name, id);
+			return -1;
+		}
+		build_route(t, tr, &img->routes[id], img->reason[id], sizeof(img->reason[id]));
 		if (tr->role == ROUTE_SPLIT)
 			continue;
-		if (add_services(img, cfg, tr, (uint32_t)r)) {
+		if (add_services(img, cfg, tr, id)) {
 			snprintf(err, errlen, "more than %d service addresses", MS_MAX_SERVICES);
 			return -1;
 		}
@@ -226,6 +276,21 @@ static const struct topo_backend *find_id(const struct topology *t, uint32_t id)
 	for (size_t i = 0; i < t->nbackends; i++)
 		if (t->backends[i].id == id)
 			return &t->backends[i];
+	return NULL;
+}
+
+static const struct topo_backend *find_endpoint(const struct topology *t,
+                                                const struct ms_endpoint *ep)
+{
+	for (size_t i = 0; i < t->nbackends; i++) {
+		struct ms_endpoint e;
+		if (t->backends[i].addrlen == 0)
+			continue;
+		ep_from_sockaddr(&e, &t->backends[i].addr);
+		if (e.family == ep->family && e.port == ep->port &&
+		    !memcmp(e.addr, ep->addr, sizeof(e.addr)))
+			return &t->backends[i];
+	}
 	return NULL;
 }
 
@@ -249,82 +314,40 @@ static bool may_keep(const struct topo_backend *now, enum route_role role)
 	return now->role == ROLE_WRITER || now->role == ROLE_READER;
 }
 
-size_t maps_close_mask(const struct topology *old, const struct topology *cur,
-                       uint32_t mask[MS_MAX_BACKENDS])
-{
-	struct maps_image *a, *b; /* large: not on the stack */
-	char err[128];
-	size_t n = 0;
-
-	memset(mask, 0, sizeof(uint32_t) * MS_MAX_BACKENDS);
-	if (!old || !cur)
-		return 0;
-	a = malloc(sizeof(*a));
-	b = malloc(sizeof(*b));
-	if (!a || !b || maps_build_image(old, NULL, a, err, sizeof(err)) ||
-	    maps_build_image(cur, NULL, b, err, sizeof(err))) {
-		free(a);
-		free(b);
-		return 0;
-	}
-	for (size_t r = 0; r < a->nroutes && r < MS_MAX_ROUTES; r++) {
-		const struct ms_route *ra = &a->routes[r];
-		bool same_route = r < cur->nroutes && cur->routes[r].port == old->routes[r].port &&
-		                  cur->routes[r].role == old->routes[r].role;
-		for (uint32_t i = 0; i < ra->ntargets && i < MS_MAX_TARGETS; i++) {
-			uint32_t id = ra->target[i];
-			if (same_route && in_targets(&b->routes[r], id))
-				continue;
-			if (may_keep(find_id(cur, id), old->routes[r].role))
-				continue;
-			if (!mask[id])
-				n++;
-			mask[id] |= 1u << r;
-		}
-	}
-	free(a);
-	free(b);
-	return n;
-}
-
-static const struct topo_backend *find_endpoint(const struct topology *t,
-                                                const struct ms_endpoint *ep)
-{
-	for (size_t i = 0; i < t->nbackends; i++) {
-		struct ms_endpoint e;
-		if (t->backends[i].addrlen == 0)
-			continue;
-		ep_from_sockaddr(&e, &t->backends[i].addr);
-		if (e.family == ep->family && e.port == ep->port &&
-		    !memcmp(e.addr, ep->addr, sizeof(e.addr)))
-			return &t->backends[i];
-	}
-	return NULL;
-}
-
-size_t maps_close_mask_adopted(const struct maps_image *old, const struct topology *cur,
-                               const struct maps_image *new_img, uint32_t mask[MS_MAX_BACKENDS])
+/*
+ * The diff behind both close masks. Route ids are kept by name across
+ * reloads, so a route is the same one when its id is present in both images
+ * with the same role (its port may have changed). by_address: old ids are
+ * the predecessor's, so backends are matched to cur by address.
+ */
+static size_t close_mask(const struct maps_image *old, const struct topology *cur,
+                         const struct maps_image *new_img, bool by_address,
+                         uint32_t mask[MS_MAX_BACKENDS])
 {
 	size_t n = 0;
 
 	memset(mask, 0, sizeof(uint32_t) * MS_MAX_BACKENDS);
-	for (size_t r = 0; r < MS_MAX_ROUTES; r++) {
-		const struct ms_route *ra = &old->routes[r];
+	for (uint32_t r = 0; r < MS_ROUTE_SLOTS; r++) {
+		const struct ms_route *ra = &old->routes[r], *rb = &new_img->routes[r];
 		enum route_role role = (ra->flags & MS_RT_READER) ? ROUTE_READER : ROUTE_WRITER;
-		bool same_route =
-		    r < new_img->nroutes && (new_img->routes[r].flags & MS_RT_PRESENT) &&
-		    new_img->routes[r].port == ra->port &&
-		    (new_img->routes[r].flags & MS_RT_READER) == (ra->flags & MS_RT_READER);
+		bool same_route = (rb->flags & MS_RT_PRESENT) && !(rb->flags & MS_RT_SPLIT) &&
+		                  (rb->flags & MS_RT_READER) == (ra->flags & MS_RT_READER);
 
 		if (!(ra->flags & MS_RT_PRESENT) || (ra->flags & MS_RT_SPLIT))
 			continue;
 		for (uint32_t i = 0; i < ra->ntargets && i < MS_MAX_TARGETS; i++) {
 			uint32_t id = ra->target[i];
 			const struct topo_backend *now;
-			if (id >= MS_MAX_BACKENDS || !(old->backends[id].flags & MS_BE_PRESENT))
+			if (id >= MS_MAX_BACKENDS)
 				continue;
-			now = find_endpoint(cur, &old->backends[id].ep);
-			if (same_route && now && in_targets(&new_img->routes[r], now->id))
+			if (by_address) {
+				if (!(old->backends[id].flags & MS_BE_PRESENT))
+					continue;
+				now = find_endpoint(cur, &old->backends[id].ep);
+			} else {
+				now = find_id(cur, id);
+			}
+			if (same_route && now && in_targets(rb, now->id))
 				continue;
 			if (may_keep(now, role))
 				continue;
@@ -334,4 +357,16 @@ size_t maps_close_mask_adopted(const struct maps_image *old, const struct topolo
 		}
 	}
 	return n;
+}
+
+size_t maps_close_mask(const struct maps_image *old, const struct topology *cur,
+                       const struct maps_image *new_img, uint32_t mask[MS_MAX_BACKENDS])
+{
+	return close_mask(old, cur, new_img, false, mask);
+}
+
+size_t maps_close_mask_adopted(const struct maps_image *old, const struct topology *cur,
+                               const struct maps_image *new_img, uint32_t mask[MS_MAX_BACKENDS])
+{
+	return close_mask(old, cur, new_img, true, mask);
 }

@@ -21,47 +21,65 @@
 #include "daemon/service.h"
 
 struct maps_service_entry {
-	struct ms_service_key key;
+	struct ms_service_key key; /* key.gen 0: the publisher sets it */
 	struct ms_service val;
 };
 
 /* Everything one generation of the maps holds. */
 struct maps_image {
 	struct ms_backend backends[MS_MAX_BACKENDS];
-	struct ms_route routes[MS_MAX_ROUTES];
-	size_t nroutes;
+	struct ms_route routes[MS_ROUTE_SLOTS]; /* by route id; flags 0: no route */
 	struct maps_service_entry services[MS_MAX_SERVICES];
 	size_t nservices;
 	/* Why a route has no target, for the error listener's message. */
-	char reason[MS_MAX_ROUTES][200];
+	char reason[MS_ROUTE_SLOTS][200];
+};
+
+/* Route ids (MS_ROUTE_SLOTS): the name of the route holding each id, "" when
+ * the id is free. */
+struct maps_route_ids {
+	char name[MS_ROUTE_SLOTS][MS_NAME_MAX];
 };
 
 /*
- * Builds the image of t: backends by id, each route's targets (readers
- * weighted by weight, weight 0 never chosen; the writer standing in for the
- * read route), and the services: every vip x every non-split route port
- * (both connect4/6 and sk_lookup steer those addresses only). Returns 0, or
- * -1 with a reason (more routes or backends than the ABI holds).
+ * The ids of t's routes after prev: a route whose name holds an id in prev
+ * keeps it; a new route takes the lowest id free in prev (so never one the
+ * live generation still uses for another route). Fills next and ids[i] for
+ * t->routes[i]. Returns 0, or -1 with a reason (more than MS_MAX_ROUTES).
  */
-int maps_build_image(const struct topology *t, const struct config *cfg, struct maps_image *img,
-                     char *err, size_t errlen);
+int maps_assign_route_ids(const struct maps_route_ids *prev, const struct topology *t,
+                          struct maps_route_ids *next, uint32_t ids[MS_MAX_ROUTES], char *err,
+                          size_t errlen);
 
 /*
- * Close-on-demote: for every backend id, the routes (bit = route index) whose
- * steered connections must be closed when moving from old to new: the backend
- * was a target of the route and is not anymore, unless it is drained (drain
- * leaves connections), or it still serves that kind of route (a live writer
- * that stops standing in for readers keeps its read connections). Returns how
+ * Builds the image of t: backends by id, each route at its id (ids[i] for
+ * t->routes[i]; NULL: its index) with its targets (readers weighted by
+ * weight, weight 0 never chosen; the writer standing in for the read route),
+ * and the services: every vip x every non-split route port. Error listener
+ * endpoints are left to the publisher. Returns 0, or -1 with a reason (more
+ * routes or backends than the ABI holds).
+ */
+int maps_build_image(const struct topology *t, const struct config *cfg,
+                     const uint32_t ids[MS_MAX_ROUTES], struct maps_image *img, char *err,
+                     size_t errlen);
+
+/*
+ * Close-on-demote: for every backend id, the routes (bit = route id) whose
+ * steered connections must be closed when moving from the image old to
+ * new_img, the image of cur: the backend was a target of the route and is
+ * not anymore (a route is the same while its id is present with the same
+ * role: ids follow names across reloads), unless it is drained (drain leaves
+ * connections), or it still serves that kind of route (a live writer that
+ * stops standing in for readers keeps its read connections). Returns how
  * many backends have a non-zero mask.
  */
-size_t maps_close_mask(const struct topology *old, const struct topology *cur,
-                       uint32_t mask[MS_MAX_BACKENDS]);
+size_t maps_close_mask(const struct maps_image *old, const struct topology *cur,
+                       const struct maps_image *new_img, uint32_t mask[MS_MAX_BACKENDS]);
 
 /*
- * The same after a restart, when the previous daemon's topology is known only
- * from the maps it left (old: its backends and the active generation's
- * routes) and the new one is cur with its image new_img: old ids are matched
- * to cur's backends by address, since the sockets carry the old ids.
+ * The same after a restart, when old is what the previous daemon left in the
+ * maps: old ids are matched to cur's backends by address, since the sockets
+ * carry the old ids.
  */
 size_t maps_close_mask_adopted(const struct maps_image *old, const struct topology *cur,
                                const struct maps_image *new_img, uint32_t mask[MS_MAX_BACKENDS]);

@@ -20,4 +20,4 @@ $(BUILD)/tests/peer_check: $(BUILD)/obj/tests/integration/peer_check.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-INTEG_TESTS += tests/integration/steer_connect.sh
+INTEG_TESTS += tests/integration/steer_connect.sh tests/integration/steer_reload.sh

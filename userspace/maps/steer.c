@@ -2,7 +2,9 @@
  * steer.c - steer_service: loads the client-side steering programs
  * (connect4/6, getpeername4/6, sockops, the close-on-demote iterator), pins
  * maps and links under bpffs_dir, attaches to the steered cgroup through
- * bpf_link, and publishes every topology snapshot into the maps.
+ * bpf_link, and publishes every topology snapshot into the maps: one
+ * generation flip for routes and services, with the routes' error listeners
+ * (both SOCKMAPs too) opened before and closed after.
  *
  * Restart without a gap: maps and links are pinned, so a SIGKILL leaves
  * steering running with the last topology. The next daemon opens its
@@ -32,6 +34,9 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <stdatomic.h>
+#include <sys/socket.h>
+
 #include "common/evloop.h"
 #include "common/log.h"
 #include "maps/errlisten.h"
@@ -45,7 +50,7 @@
 
 enum { L_CONNECT4, L_CONNECT6, L_GETPEER4, L_GETPEER6, L_SOCKOPS, L_COUNT };
 static const char *const link_names[L_COUNT] = {
-    "link_connect4", "link_connect6", "link_getpeername4", "link_getpeername6", "link_sockops",
+    MS_LINK_CONNECT4, MS_LINK_CONNECT6, MS_LINK_GETPEER4, MS_LINK_GETPEER6, MS_LINK_SOCKOPS,
 };
 
 struct steer {
@@ -61,13 +66,18 @@ struct steer {
 	struct bpf_link *links[L_COUNT];
 	struct bpf_link *iter_link;
 	struct ring_buffer *rb;
-	struct errlisten *errl;
-	const struct topology *last; /* the snapshot published last */
+	/* error listeners by route id: on relay_address, and on ::1 for IPv6
+	 * clients when relay_address is IPv4 (NULL when the host has no ::1) */
+	struct errlisten *errl, *errl6;
+	struct maps_route_ids route_ids;  /* of the generation published last */
+	struct maps_image *last;          /* the image published last, NULL: none yet */
+	int quiesce_fd, quiesce_inner_fd; /* see wait_for_readers() */
 	uint64_t last_fail_log[MS_MAX_BACKENDS];
 	int counters_fd;
 };
 
-static struct steer S = {.cgroup_fd = -1, .counters_fd = -1};
+static struct steer S = {
+    .cgroup_fd = -1, .counters_fd = -1, .quiesce_fd = -1, .quiesce_inner_fd = -1};
 
 static int mkdir_p(const char *path, mode_t mode)
 {
@@ -285,9 +295,9 @@ static int cfg_fd(void)
 	return bpf_map__fd(S.conn->maps.steer_cfg);
 }
 
-/* Our netns, our error listeners; keeps a predecessor's ENABLED flag (and so
- * its route tables) until our first publish. */
-static int init_cfg(const struct config *cfg, char *err, size_t errlen)
+/* Our netns; keeps a predecessor's ENABLED flag (and so its route tables)
+ * until our first publish. */
+static int init_cfg(char *err, size_t errlen)
 {
 	struct ms_cfg c;
 	__u32 zero = 0;
@@ -301,10 +311,6 @@ static int init_cfg(const struct config *cfg, char *err, size_t errlen)
 		c.flags = 0;
 	c.netns_cookie = S.netns_cookie;
 	c.abi_version = MS_ABI_VERSION;
-	memset(c.errl, 0, sizeof(c.errl));
-	memset(c.errl6, 0, sizeof(c.errl6));
-	for (size_t r = 0; r < cfg->nroutes && r < MS_MAX_ROUTES; r++)
-		errl_endpoint(S.errl, r, &c.errl[r]);
 	if (bpf_map_update_elem(cfg_fd(), &zero, &c, BPF_ANY)) {
 		snprintf(err, errlen, "write steer_cfg: %s", strerror(errno));
 		return -1;
@@ -343,43 +349,100 @@ static bool any_unknown(const struct topology *t)
 	return false;
 }
 
-static bool in_image(const struct maps_image *img, const struct ms_service_key *k)
+/*
+ * Why a grace period, and not a sequence check or a third generation: a
+ * program reads active_gen once and then only that generation, and runs to
+ * its end inside the kernel's RCU read side (every non-sleepable BPF
+ * program does). Waiting for RCU readers after each flip therefore proves
+ * that no program still reads the generation the next publish rewrites,
+ * however close two publishes land: nothing is ever torn, where a third
+ * generation only makes it rarer (three back-to-back publishes) and a
+ * sequence check needs barriers and a retry path in every program. Its cost
+ * is one RCU grace period per publish, milliseconds on the controller
+ * thread, and publishes follow topology changes, not connections.
+ *
+ * The kernel waits for running BPF programs (synchronize_rcu) when userspace
+ * updates a map-in-map, so that "all programs that could be running use the
+ * new value": an update of this private one-slot ARRAY_OF_MAPS is that
+ * wait, and nothing reads the map.
+ */
+static int quiesce_init(char *err, size_t errlen)
 {
-	for (size_t i = 0; i < img->nservices; i++)
-		if (memcmp(&img->services[i].key, k, sizeof(*k)) == 0)
-			return true;
-	return false;
+	LIBBPF_OPTS(bpf_map_create_opts, o);
+
+	S.quiesce_inner_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "ms_quiesce_in", 4, 4, 1, NULL);
+	o.inner_map_fd = S.quiesce_inner_fd;
+	S.quiesce_fd = S.quiesce_inner_fd < 0
+	                   ? -1
+	                   : bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, "ms_quiesce", 4, 4, 1, &o);
+	if (S.quiesce_fd < 0) {
+		snprintf(err, errlen, "create the map-in-map that waits for readers: %s",
+		         strerror(errno));
+		return -1;
+	}
+	return 0;
 }
 
-/* Services that are no longer in the image, deleted after the flip. */
-static void prune_services(const struct maps_image *img)
+/* Returns once every BPF program that was running when it was called ended. */
+static int wait_for_readers(void)
+{
+	__u32 zero = 0;
+
+	if (bpf_map_update_elem(S.quiesce_fd, &zero, &S.quiesce_inner_fd, BPF_ANY)) {
+		log_error("steer: wait for readers of the old generation: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Deletes the services of generation gen (0/1). */
+static int delete_services(uint32_t gen)
 {
 	int fd = bpf_map__fd(S.conn->maps.services);
-	struct ms_service_key k, next, stale[MS_MAX_SERVICES];
+	struct ms_service_key k, next, *del;
 	size_t n = 0;
 	void *prev = NULL;
+	int rc = 0;
 
-	while (n < MS_MAX_SERVICES && !bpf_map_get_next_key(fd, prev, &next)) {
-		if (!in_image(img, &next))
-			stale[n++] = next;
+	del = malloc(sizeof(*del) * MS_GENERATIONS * MS_MAX_SERVICES);
+	if (!del)
+		return -1;
+	while (n < MS_GENERATIONS * MS_MAX_SERVICES && !bpf_map_get_next_key(fd, prev, &next)) {
+		if (next.gen == gen)
+			del[n++] = next;
 		k = next;
 		prev = &k;
 	}
 	for (size_t i = 0; i < n; i++)
-		bpf_map_delete_elem(fd, &stale[i]);
+		if (bpf_map_delete_elem(fd, &del[i]) && errno != ENOENT)
+			rc = -1;
+	free(del);
+	return rc;
 }
 
+/*
+ * One publish: backends that are present, then routes and services into the
+ * generation programs do not read, then one flip of active_gen. After the
+ * flip, once no program can still read the old generation, its services and
+ * the backends that left are cleared; so the services map holds one
+ * generation between publishes and at most two during one.
+ */
 static int write_image(const struct maps_image *img)
 {
 	int be_fd = bpf_map__fd(S.conn->maps.backends);
 	int rt_fd = bpf_map__fd(S.conn->maps.route_sel);
 	int svc_fd = bpf_map__fd(S.conn->maps.services);
 	int gen_fd = bpf_map__fd(S.conn->maps.active_gen);
-	__u32 zero = 0, gen = 0, next;
+	__u32 zero = 0, count = 0, next, gen;
+	uint64_t t0;
 
-	if (bpf_map_lookup_elem(gen_fd, &zero, &gen))
-		gen = 0;
-	next = (gen & 1) ^ 1;
+	if (bpf_map_lookup_elem(gen_fd, &zero, &count))
+		count = 0;
+	next = count + 1;
+	gen = next & 1;
+	/* Left by a publish that failed half way, or by a predecessor. */
+	if (delete_services(gen))
+		return -1;
 	/* Present backends first (an id is reused only long after it left the
 	 * topology, so an entry in use by
 	 * the active generation keeps its address); removed ones after. */
@@ -387,46 +450,155 @@ static int write_image(const struct maps_image *img)
 		if ((img->backends[id].flags & MS_BE_PRESENT) &&
 		    bpf_map_update_elem(be_fd, &id, &img->backends[id], BPF_ANY))
 			return -1;
-	for (__u32 r = 0; r < MS_MAX_ROUTES; r++) {
-		__u32 idx = next * MS_MAX_ROUTES + r;
+	for (__u32 r = 0; r < MS_ROUTE_SLOTS; r++) {
+		__u32 idx = gen * MS_ROUTE_SLOTS + r;
 		if (bpf_map_update_elem(rt_fd, &idx, &img->routes[r], BPF_ANY))
 			return -1;
 	}
-	for (size_t i = 0; i < img->nservices; i++)
-		if (bpf_map_update_elem(svc_fd, &img->services[i].key, &img->services[i].val,
-		                        BPF_ANY))
+	for (size_t i = 0; i < img->nservices; i++) {
+		struct ms_service_key k = img->services[i].key;
+		k.gen = gen;
+		if (bpf_map_update_elem(svc_fd, &k, &img->services[i].val, BPF_ANY))
 			return -1;
+	}
+	/* Everything above is visible before the flip to a program that sees
+	 * the new count (its lookups depend on the value it read). */
+	atomic_thread_fence(memory_order_release);
 	if (bpf_map_update_elem(gen_fd, &zero, &next, BPF_ANY))
 		return -1;
-	prune_services(img);
+	t0 = mono_us();
+	if (wait_for_readers())
+		return 0; /* published; the old generation stays as it was */
+	log_debug("steer: maps generation %u live; waited %llu us for the readers of the other one",
+	          gen, (unsigned long long)(mono_us() - t0));
+	if (delete_services(gen ^ 1))
+		log_warn("steer: delete the old generation's services: %s", strerror(errno));
 	for (__u32 id = 0; id < MS_MAX_BACKENDS; id++)
 		if (!(img->backends[id].flags & MS_BE_PRESENT))
 			bpf_map_update_elem(be_fd, &id, &img->backends[id], BPF_ANY);
 	return 0;
 }
 
-/* What a previous daemon left published: its backends and the active
- * generation's routes. */
+/* What a previous daemon left published: its backends, and the active
+ * generation's routes and services. */
 static int read_image(struct maps_image *img)
 {
 	int be_fd = bpf_map__fd(S.conn->maps.backends);
 	int rt_fd = bpf_map__fd(S.conn->maps.route_sel);
+	int svc_fd = bpf_map__fd(S.conn->maps.services);
 	int gen_fd = bpf_map__fd(S.conn->maps.active_gen);
+	struct ms_service_key k, next;
+	void *prev = NULL;
 	__u32 zero = 0, gen;
 
 	memset(img, 0, sizeof(*img));
 	if (bpf_map_lookup_elem(gen_fd, &zero, &gen))
 		return -1;
+	gen &= 1;
 	for (__u32 id = 0; id < MS_MAX_BACKENDS; id++)
 		if (bpf_map_lookup_elem(be_fd, &id, &img->backends[id]))
 			return -1;
-	for (__u32 r = 0; r < MS_MAX_ROUTES; r++) {
-		__u32 idx = (gen & 1) * MS_MAX_ROUTES + r;
+	for (__u32 r = 0; r < MS_ROUTE_SLOTS; r++) {
+		__u32 idx = gen * MS_ROUTE_SLOTS + r;
 		if (bpf_map_lookup_elem(rt_fd, &idx, &img->routes[r]))
 			return -1;
+		img->routes[r].name[MS_NAME_MAX - 1] = 0;
 	}
-	img->nroutes = MS_MAX_ROUTES;
+	while (img->nservices < MS_MAX_SERVICES && !bpf_map_get_next_key(svc_fd, prev, &next)) {
+		struct maps_service_entry *e = &img->services[img->nservices];
+		if (next.gen == gen && !bpf_map_lookup_elem(svc_fd, &next, &e->val)) {
+			e->key = next;
+			e->key.gen = 0;
+			img->nservices++;
+		}
+		k = next;
+		prev = &k;
+	}
 	return 0;
+}
+
+/* The route ids of an image, from the names its routes carry. */
+static void ids_of_image(const struct maps_image *img, struct maps_route_ids *ids)
+{
+	memset(ids, 0, sizeof(*ids));
+	for (int r = 0; r < MS_ROUTE_SLOTS; r++)
+		if (img->routes[r].flags & MS_RT_PRESENT)
+			snprintf(ids->name[r], sizeof(ids->name[r]), "%s", img->routes[r].name);
+}
+
+/* Puts the listener fd into a SOCKMAP slot unless it is there already. */
+static void sockmap_put(int map, uint32_t slot, int fd, const char *what)
+{
+	uint64_t cookie = 0, have = 0;
+	socklen_t len = sizeof(cookie);
+	__u64 v = (__u64)fd;
+
+	if (fd < 0)
+		return;
+	if (!getsockopt(fd, SOL_SOCKET, SO_COOKIE, &cookie, &len) &&
+	    !bpf_map_lookup_elem(map, &slot, &have) && have == cookie)
+		return;
+	if (bpf_map_update_elem(map, &slot, &v, BPF_ANY))
+		log_warn("steer: %s error listener of route id %u into the SOCKMAP: %s", what,
+		         slot - MS_MAX_BACKENDS, strerror(errno));
+}
+
+/*
+ * The error listeners of every route of img (ids: its route ids), opened if
+ * new, their addresses in the routes, and in both SOCKMAPs (for sk_lookup);
+ * all before the flip that makes the route live. A listener stays in its
+ * SOCKMAP slot until it is closed.
+ */
+static int open_listeners(const struct maps_route_ids *ids, struct maps_image *img, char *err,
+                          size_t errlen)
+{
+	int sm = bpf_map__fd(S.conn->maps.steer_sockmap);
+	int sm6 = bpf_map__fd(S.conn->maps.steer_sockmap6);
+
+	for (uint32_t r = 0; r < MS_ROUTE_SLOTS; r++) {
+		char e6[160];
+		if (!ids->name[r][0] || (img->routes[r].flags & MS_RT_SPLIT))
+			continue;
+		if (errl_open(S.errl, r, err, errlen))
+			return -1;
+		if (S.errl6 && errl_fd(S.errl6, r) < 0 && errl_open(S.errl6, r, e6, sizeof(e6)))
+			log_warn("steer: no IPv6 error listener for route %s: %s", ids->name[r],
+			         e6);
+		errl_endpoint(S.errl, r, &img->routes[r].errl);
+		errl_endpoint(S.errl6, r, &img->routes[r].errl6);
+		sockmap_put(sm, MS_SOCKMAP_ERR(r), errl_fd(S.errl, r), "the");
+		sockmap_put(sm6, MS_SOCKMAP_ERR(r), errl_fd(S.errl6, r), "the IPv6");
+	}
+	return 0;
+}
+
+/* Closes the listeners of routes gone from img (after the flip and the wait:
+ * no program can pick them any more); closing drops their SOCKMAP entries. */
+static void close_listeners(const struct maps_route_ids *prev, const struct maps_image *img)
+{
+	for (int r = 0; r < MS_ROUTE_SLOTS; r++) {
+		const struct ms_route *rt = &img->routes[r];
+		if ((rt->flags & MS_RT_PRESENT) && !(rt->flags & MS_RT_SPLIT))
+			continue;
+		if (errl_fd(S.errl, r) < 0 && errl_fd(S.errl6, r) < 0)
+			continue;
+		errl_close(S.errl, r);
+		errl_close(S.errl6, r);
+		if (prev->name[r][0] && !(rt->flags & MS_RT_PRESENT))
+			log_info("steer: route %s removed; its error listeners closed",
+			         prev->name[r]);
+	}
+}
+
+static void set_reasons(const struct maps_image *img)
+{
+	for (int r = 0; r < MS_ROUTE_SLOTS; r++) {
+		const struct ms_route *rt = &img->routes[r];
+		if (!(rt->flags & MS_RT_PRESENT) || (rt->flags & MS_RT_SPLIT) || rt->ntargets)
+			continue;
+		errl_set_reason(S.errl, r, img->reason[r]);
+		errl_set_reason(S.errl6, r, img->reason[r]);
+	}
 }
 
 /* Runs the iterator once with this mask: destroys the matching sockets. */
@@ -451,10 +623,41 @@ static void close_on_demote(const uint32_t mask[MS_MAX_BACKENDS])
 	memset(S.iter->bss->close_mask, 0, sizeof(S.iter->bss->close_mask));
 }
 
+/*
+ * A daemon that adopted pinned maps republishes them at once with its own
+ * error listeners (the predecessor's died with it), keeping its
+ * predecessor's routes, route ids and targets until its probes decide.
+ */
+static int republish_adopted(char *err, size_t errlen)
+{
+	struct maps_image *img = malloc(sizeof(*img));
+	int rc = -1;
+
+	if (!img || read_image(img)) {
+		snprintf(err, errlen, "read the adopted maps: %s",
+		         img ? strerror(errno) : "no memory");
+		goto out;
+	}
+	ids_of_image(img, &S.route_ids);
+	if (open_listeners(&S.route_ids, img, err, errlen))
+		goto out;
+	/* The predecessor's last flip had no wait after it, if it died then. */
+	if (wait_for_readers() || write_image(img)) {
+		snprintf(err, errlen, "write maps: %s", strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	free(img);
+	return rc;
+}
+
 static void publish(const struct topology *t, void *arg)
 {
 	const struct config *cfg = S.d ? S.d->cfg : NULL;
 	struct maps_image *img, *adopted = NULL;
+	struct maps_route_ids ids;
+	uint32_t rid[MS_MAX_ROUTES];
 	uint32_t mask[MS_MAX_BACKENDS];
 	bool closing;
 	size_t nclose = 0;
@@ -481,13 +684,16 @@ static void publish(const struct topology *t, void *arg)
 	}
 	S.adopted = false;
 	img = malloc(sizeof(*img));
-	if (!img || maps_build_image(t, cfg, img, err, sizeof(err))) {
+	if (!img || maps_assign_route_ids(&S.route_ids, t, &ids, rid, err, sizeof(err)) ||
+	    maps_build_image(t, cfg, rid, img, err, sizeof(err)) ||
+	    open_listeners(&ids, img, err, sizeof(err))) {
 		log_error("steer: cannot publish generation %llu: %s",
 		          (unsigned long long)t->generation, img ? err : "out of memory");
 		free(img);
 		free(adopted);
 		return;
 	}
+	set_reasons(img);
 	if (write_image(img)) {
 		log_error("steer: write maps: %s", strerror(errno));
 		free(img);
@@ -495,21 +701,19 @@ static void publish(const struct topology *t, void *arg)
 		return;
 	}
 	set_cfg_flags(true, cfg->reader_policy == READER_POLICY_LEAST_CONN);
-	for (size_t r = 0; r < img->nroutes; r++)
-		if (img->routes[r].ntargets == 0 && !(img->routes[r].flags & MS_RT_SPLIT))
-			errl_set_reason(S.errl, r, img->reason[r]);
+	close_listeners(&S.route_ids, img);
+	S.route_ids = ids;
 	log_debug("steer: published generation %llu", (unsigned long long)t->generation);
 
 	if (closing && S.last)
-		nclose = maps_close_mask(S.last, t, mask);
+		nclose = maps_close_mask(S.last, t, img, mask);
 	else if (closing && adopted)
 		nclose = maps_close_mask_adopted(adopted, t, img, mask);
 	if (nclose)
 		close_on_demote(mask);
-	free(img);
 	free(adopted);
-	topo_put(S.last);
-	S.last = topo_get(t);
+	free(S.last);
+	S.last = img;
 }
 
 static int on_event(void *ctx, void *data, size_t len)
@@ -557,7 +761,7 @@ static void unpin_maps(void)
 {
 	static const char *const names[] = {
 	    MS_MAP_SERVICES, MS_MAP_BACKENDS, MS_MAP_ROUTE_SEL, MS_MAP_ACTIVE_GEN, MS_MAP_COUNTERS,
-	    MS_MAP_SOCKMAP,  MS_MAP_EVENTS,   MS_MAP_SK_MARK,   MS_MAP_CFG,
+	    MS_MAP_SOCKMAP,  MS_MAP_SOCKMAP6, MS_MAP_EVENTS,    MS_MAP_SK_MARK,    MS_MAP_CFG,
 	};
 	char path[4200];
 
@@ -600,18 +804,46 @@ static void steer_stop(struct daemon_ctx *d, bool keep)
 	S.conn = NULL;
 	S.counters_fd = -1;
 	errl_free(S.errl);
-	S.errl = NULL;
+	errl_free(S.errl6);
+	S.errl = S.errl6 = NULL;
+	memset(&S.route_ids, 0, sizeof(S.route_ids));
+	if (S.quiesce_fd >= 0)
+		close(S.quiesce_fd);
+	if (S.quiesce_inner_fd >= 0)
+		close(S.quiesce_inner_fd);
+	S.quiesce_fd = S.quiesce_inner_fd = -1;
 	if (S.cgroup_fd >= 0)
 		close(S.cgroup_fd);
 	S.cgroup_fd = -1;
 	if (!keep && S.made_cgroup && rmdir(S.cgroup))
 		log_debug("steer: rmdir %s: %s", S.cgroup, strerror(errno));
 	S.made_cgroup = false;
-	topo_put(S.last);
+	free(S.last);
 	S.last = NULL;
 	if (was)
 		log_info("steer: stopped (%s)",
 		         keep ? "programs and maps left pinned" : "detached");
+}
+
+/* Error listeners: on relay_address, and on ::1 for IPv6 clients when that
+ * is IPv4 (optional: a host without IPv6 has no ::1). */
+static int new_listener_sets(const struct config *cfg, char *err, size_t errlen)
+{
+	char e6[160];
+
+	S.errl = errl_new(S.d->loop, cfg->relay_address, err, errlen);
+	if (!S.errl)
+		return -1;
+	if (strchr(cfg->relay_address, ':'))
+		return 0;
+	S.errl6 = errl_new(S.d->loop, "::1", e6, sizeof(e6));
+	if (S.errl6 && errl_open(S.errl6, 0, e6, sizeof(e6))) {
+		log_info("steer: no IPv6 error listeners: %s", e6);
+		errl_free(S.errl6);
+		S.errl6 = NULL;
+	}
+	errl_close(S.errl6, 0);
+	return 0;
 }
 
 static int steer_start(struct daemon_ctx *d, char *err, size_t errlen)
@@ -632,11 +864,11 @@ static int steer_start(struct daemon_ctx *d, char *err, size_t errlen)
 		snprintf(err, errlen, "SO_NETNS_COOKIE: %s", strerror(errno));
 		return -1;
 	}
-	S.errl = errl_new(d->loop, cfg->relay_address, cfg->nroutes, err, errlen);
-	if (!S.errl || prepare_bpffs(S.pin_dir, err, errlen) ||
+	if (prepare_bpffs(S.pin_dir, err, errlen) || new_listener_sets(cfg, err, errlen) ||
+	    quiesce_init(err, errlen) ||
 	    (cfg->cgroup[0] && prepare_cgroup(cfg->cgroup, err, errlen)) ||
-	    load_objects(err, errlen) || init_cfg(cfg, err, errlen) || attach_all(err, errlen) ||
-	    start_events(err, errlen)) {
+	    load_objects(err, errlen) || init_cfg(err, errlen) || attach_all(err, errlen) ||
+	    start_events(err, errlen) || (S.adopted && republish_adopted(err, errlen))) {
 		/* Leave a predecessor's pinned state alone: it still steers. */
 		steer_stop(d, true);
 		return -1;

@@ -2,9 +2,10 @@
  * lookup.c - lookup_service (see lookup.h).
  *
  * The maps are the ones steer_service pins (opened with the same
- * pin_root_path), and steer_service publishes the routes; this part owns the
- * sk_lookup program and link and the SOCKMAP contents. Everything runs on the
- * controller thread (topology subscriber and a timer on its loop) except the
+ * pin_root_path), and steer_service publishes the routes and keeps the
+ * routes' error listeners in their SOCKMAP slots; this part owns the
+ * sk_lookup program and link and the backends' SOCKMAP slots. Everything
+ * runs on the controller thread (topology subscriber and a timer on its loop) except the
  * relay's data path, which has a thread of its own.
  *
  * The link is pinned, so after a SIGKILL local handoff goes on (the SOCKMAP
@@ -33,7 +34,6 @@
 #include "common/log.h"
 #include "common/retry.h"
 #include "common/testenv.h"
-#include "maps/errlisten.h"
 #include "maps/maps.h"
 #include "relay/handoff.h"
 #include "relay/relay.h"
@@ -68,14 +68,11 @@ static struct {
 	struct bpf_link *link;
 	int sockmap_fd;
 	struct relay *relay;
-	struct errlisten *errl;
-	size_t nroutes;
 	uint64_t timer;
 	struct slot slots[MS_MAX_BACKENDS];
 	/* IPv6 side (steer_sockmap6): the server's separate IPv6 listener, a
-	 * relay listener on ::1, the error listeners on ::1. */
+	 * relay listener on ::1. */
 	int sockmap6_fd;
-	struct errlisten *errl6;
 	struct slot slots6[MS_MAX_BACKENDS];
 
 	uint64_t handoffs; /* sockets taken from servers */
@@ -201,20 +198,6 @@ static int slot_set(uint32_t slot, int fd)
 static void slot_clear(uint32_t slot)
 {
 	map_clear(S.sockmap_fd, slot);
-}
-
-static void set_error_slots(void)
-{
-	for (size_t r = 0; r < S.nroutes && r < MS_MAX_ROUTES; r++) {
-		int fd = errl_fd(S.errl, r);
-		if (fd >= 0 && slot_set(MS_SOCKMAP_ERR(r), fd))
-			log_warn("lookup: error listener of route %zu into the SOCKMAP: %s", r,
-			         strerror(errno));
-		fd = S.errl6 ? errl_fd(S.errl6, r) : -1;
-		if (fd >= 0 && map_set(S.sockmap6_fd, MS_SOCKMAP_ERR(r), fd))
-			log_warn("lookup: IPv6 error listener of route %zu into the SOCKMAP: %s", r,
-			         strerror(errno));
-	}
 }
 
 /*
@@ -377,21 +360,9 @@ static void sync_slots(const struct topology *t)
 
 static void on_topology(const struct topology *t, void *arg)
 {
-	struct maps_image *img;
-	char err[160];
-
 	if (!S.running)
 		return;
 	sync_slots(t);
-	img = malloc(sizeof(*img));
-	if (img && !maps_build_image(t, S.d->cfg, img, err, sizeof(err)))
-		for (size_t r = 0; r < img->nroutes && r < S.nroutes; r++)
-			if (img->routes[r].ntargets == 0) {
-				errl_set_reason(S.errl, r, img->reason[r]);
-				if (S.errl6)
-					errl_set_reason(S.errl6, r, img->reason[r]);
-			}
-	free(img);
 }
 
 /* A server that restarts leaves an empty slot; its new listener is picked up
@@ -504,21 +475,10 @@ static void lookup_stop(struct daemon_ctx *d, bool keep)
 			if (S.slots6[id].kind == SLOT_HANDOFF)
 				map_clear(S.sockmap6_fd, id);
 		}
-	if (!keep && S.skel) {
-		/* Only this part uses steer_sockmap6; steer_service unpins
-		 * the shared maps. */
-		char path[4200];
-		snprintf(path, sizeof(path), "%s/%s", S.pin_dir, MS_MAP_SOCKMAP6);
-		if (unlink(path) && errno != ENOENT)
-			log_warn("lookup: unpin %s: %s", path, strerror(errno));
-	}
-	/* Closing the relay and error listeners drops their SOCKMAP entries. */
+	/* Closing the relay listeners drops their SOCKMAP entries;
+	 * steer_service unpins the maps. */
 	relay_free(S.relay);
 	S.relay = NULL;
-	errl_free(S.errl);
-	S.errl = NULL;
-	errl_free(S.errl6);
-	S.errl6 = NULL;
 	steer_lookup__destroy(S.skel);
 	S.skel = NULL;
 	S.sockmap_fd = -1;
@@ -540,25 +500,15 @@ static int lookup_start(struct daemon_ctx *d, char *err, size_t errlen)
 		return 0;
 	}
 	snprintf(S.pin_dir, sizeof(S.pin_dir), "%s", cfg->bpffs_dir);
-	S.nroutes = cfg->nroutes;
 	/* relay_default_threads() (0); the override is for A/B benches. */
 	unsigned threads = (unsigned)test_env_uint("MYSTEER_TEST_RELAY_THREADS", 0, 64);
 	S.relay = relay_new(relay_default_mode(), threads, err, errlen);
 	if (!S.relay)
 		return -1;
-	S.errl = errl_new(d->loop, cfg->relay_address, cfg->nroutes, err, errlen);
-	if (!S.errl || prepare_bpffs(S.pin_dir, err, errlen) || load(err, errlen)) {
+	if (prepare_bpffs(S.pin_dir, err, errlen) || load(err, errlen)) {
 		lookup_stop(d, true);
 		return -1;
 	}
-	if (!strchr(cfg->relay_address, ':')) {
-		char e6[160];
-		/* Optional: a host without IPv6 has no ::1. */
-		S.errl6 = errl_new(d->loop, "::1", cfg->nroutes, e6, sizeof(e6));
-		if (!S.errl6)
-			log_info("lookup: no IPv6 error listeners: %s", e6);
-	}
-	set_error_slots();
 	S.running = true;
 	/* Fill the slots before the program (maybe a new one) goes live. */
 	t = topo_current();
