@@ -1,7 +1,8 @@
 # maps: the eBPF client-side steering service (steer_service), the map image
-# builder and publisher, the "no target" error listeners, and maps_dump for
-# `mysteerctl maps`. MAPS_DUMP_OBJS is what mysteerctl links (no skeletons).
-MAPS_DUMP_OBJS := $(BUILD)/obj/userspace/maps/dump.o
+# builder and publisher, the "no target" error listeners, what an earlier
+# daemon left (leftover.c), and maps_dump for `mysteerctl maps`.
+# MAPS_DUMP_OBJS is what mysteerctl links (no skeletons).
+MAPS_DUMP_OBJS := $(BUILD)/obj/userspace/maps/dump.o $(BUILD)/obj/userspace/maps/leftover.o
 MAPS_OBJS := $(BUILD)/obj/userspace/maps/image.o $(BUILD)/obj/userspace/maps/errlisten.o \
 	     $(BUILD)/obj/userspace/maps/steer.o $(MAPS_DUMP_OBJS)
 DAEMON_OBJS += $(MAPS_OBJS)
@@ -20,4 +21,5 @@ $(BUILD)/tests/peer_check: $(BUILD)/obj/tests/integration/peer_check.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-INTEG_TESTS += tests/integration/steer_connect.sh tests/integration/steer_reload.sh
+INTEG_TESTS += tests/integration/steer_connect.sh tests/integration/steer_reload.sh \
+	tests/integration/steer_leftovers.sh

@@ -6,6 +6,12 @@
  * generation flip for routes and services, with the routes' error listeners
  * (both SOCKMAPs too) opened before and closed after.
  *
+ * One daemon a bpffs_dir: the directory is locked (flock) while running. At
+ * start, what an earlier daemon left is adopted when it is ours to continue
+ * (pinned links and maps of this bpffs_dir and ABI) and removed otherwise
+ * (leftover.h: maps of another layout, mysteer links on the cgroup or netns
+ * that are not pinned here, a pinned link this configuration does not use).
+ *
  * Restart without a gap: maps and links are pinned, so a SIGKILL leaves
  * steering running with the last topology. The next daemon opens its
  * skeletons on the pinned maps, swaps its programs into the pinned links with
@@ -40,6 +46,7 @@
 #include "common/evloop.h"
 #include "common/log.h"
 #include "maps/errlisten.h"
+#include "maps/leftover.h"
 #include "steer_connect.skel.h"
 #include "steer_iter.skel.h"
 #include "steer_sockops.skel.h"
@@ -59,6 +66,7 @@ struct steer {
 	char cgroup[4096];
 	char pin_dir[4096];
 	int cgroup_fd;
+	int lock_fd; /* flock on pin_dir: one daemon a bpffs_dir */
 	uint64_t cgroup_id, netns_cookie;
 	struct steer_connect *conn;
 	struct steer_sockops *ops;
@@ -77,7 +85,7 @@ struct steer {
 };
 
 static struct steer S = {
-    .cgroup_fd = -1, .counters_fd = -1, .quiesce_fd = -1, .quiesce_inner_fd = -1};
+    .cgroup_fd = -1, .lock_fd = -1, .counters_fd = -1, .quiesce_fd = -1, .quiesce_inner_fd = -1};
 
 static int mkdir_p(const char *path, mode_t mode)
 {
@@ -119,53 +127,13 @@ static int prepare_bpffs(const char *dir, char *err, size_t errlen)
 	return 0;
 }
 
-/* The cgroup2 mount point, from /proc/mounts (hybrid hosts: .../unified). */
-static int cgroup2_mount(char *out, size_t len)
-{
-	char line[8192], dev[256], mnt[4096], type[64];
-	FILE *f = fopen("/proc/mounts", "r");
-	int rc = -1;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%255s %4095s %63s", dev, mnt, type) == 3 &&
-		    strcmp(type, "cgroup2") == 0) {
-			snprintf(out, len, "%s", mnt);
-			rc = 0;
-			break;
-		}
-	}
-	fclose(f);
-	return rc;
-}
-
-static uint64_t cgroup_id_of(const char *path)
-{
-	struct {
-		struct file_handle fh;
-		uint64_t id;
-	} h = {.fh.handle_bytes = sizeof(uint64_t)};
-	int mount_id;
-
-	if (name_to_handle_at(AT_FDCWD, path, &h.fh, &mount_id, 0))
-		return 0;
-	return h.id;
-}
-
 static int prepare_cgroup(const char *want, char *err, size_t errlen)
 {
-	char mnt[4096];
 	struct stat st;
 
-	if (strcmp(want, "auto") == 0) {
-		if (cgroup2_mount(mnt, sizeof(mnt))) {
-			snprintf(err, errlen, "cgroup = auto: no cgroup2 mount in /proc/mounts");
-			return -1;
-		}
-		snprintf(S.cgroup, sizeof(S.cgroup), "%.4080s/mysteer", mnt);
-	} else {
-		snprintf(S.cgroup, sizeof(S.cgroup), "%s", want);
+	if (leftover_cgroup_path(want, S.cgroup, sizeof(S.cgroup))) {
+		snprintf(err, errlen, "cgroup = auto: no cgroup2 mount in /proc/mounts");
+		return -1;
 	}
 	if (stat(S.cgroup, &st)) {
 		if (mkdir(S.cgroup, 0755)) {
@@ -175,7 +143,7 @@ static int prepare_cgroup(const char *want, char *err, size_t errlen)
 		S.made_cgroup = true;
 	}
 	S.cgroup_fd = open(S.cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	S.cgroup_id = cgroup_id_of(S.cgroup);
+	S.cgroup_id = leftover_cgroup_id(S.cgroup);
 	if (S.cgroup_fd < 0 || !S.cgroup_id) {
 		snprintf(err, errlen, "cgroup %s: %s", S.cgroup, strerror(errno));
 		return -1;
@@ -197,13 +165,78 @@ static uint64_t netns_cookie(void)
 	return cookie;
 }
 
+/* Whether the map pinned at path has the layout this build gives m (what
+ * libbpf checks before reusing a pin); true when nothing is pinned there. */
+static bool pinned_map_fits(const struct bpf_map *m, const char *path)
+{
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+	bool fits;
+	int fd = bpf_obj_get(path);
+
+	if (fd < 0)
+		return true;
+	memset(&info, 0, sizeof(info));
+	fits = !bpf_obj_get_info_by_fd(fd, &info, &len) && info.type == bpf_map__type(m) &&
+	       info.key_size == bpf_map__key_size(m) && info.value_size == bpf_map__value_size(m) &&
+	       info.max_entries == bpf_map__max_entries(m) &&
+	       info.map_flags == bpf_map__map_flags(m);
+	close(fd);
+	return fits;
+}
+
+/* A pinned steer_cfg of this layout written by another ABI version. */
+static bool pinned_abi_differs(void)
+{
+	char path[4200];
+	struct ms_cfg c;
+	__u32 zero = 0;
+	bool differs;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", S.pin_dir, MS_MAP_CFG);
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return false;
+	differs =
+	    !bpf_map_lookup_elem(fd, &zero, &c) && c.abi_version && c.abi_version != MS_ABI_VERSION;
+	close(fd);
+	return differs;
+}
+
+/*
+ * Maps pinned by a daemon of another ABI (an older mysteerd stopped with
+ * keep_on_exit, or killed): libbpf would refuse to reuse them, so they are
+ * unpinned and made anew; the pinned links are still adopted (their programs
+ * are swapped for ours), and steering resumes with the first publish.
+ */
+static void unpin_stale_maps(struct bpf_object *obj)
+{
+	bool all = pinned_abi_differs();
+	struct bpf_map *m;
+
+	bpf_object__for_each_map(m, obj)
+	{
+		const char *path = bpf_map__pin_path(m);
+		if (!path || (!all && pinned_map_fits(m, path)))
+			continue;
+		if (unlink(path) == 0)
+			log_warn("steer: pinned map %s is of another ABI (an older mysteerd's): "
+			         "replaced",
+			         bpf_map__name(m));
+		else if (errno != ENOENT)
+			log_warn("steer: unpin stale %s: %s", path, strerror(errno));
+	}
+}
+
 #define OPEN_SKEL(type, dst)                                                                       \
 	do {                                                                                       \
 		LIBBPF_OPTS(bpf_object_open_opts, o, .pin_root_path = S.pin_dir);                  \
 		dst = type##__open_opts(&o);                                                       \
+		if (dst)                                                                           \
+			unpin_stale_maps(dst->obj);                                                \
 		if (!dst || type##__load(dst)) {                                                   \
-			snprintf(err, errlen, "load %s: %s (stale pins under %s?)", #type,         \
-			         strerror(errno), S.pin_dir);                                      \
+			snprintf(err, errlen, "load %s: %s", #type, strerror(errno));              \
 			return -1;                                                                 \
 		}                                                                                  \
 	} while (0)
@@ -757,24 +790,80 @@ static int start_events(char *err, size_t errlen)
 	return 0;
 }
 
-static void unpin_maps(void)
+/*
+ * What an earlier daemon left that this one will not adopt: mysteer links
+ * on the cgroup or this netns that are not pinned here (an old connect4
+ * ahead of ours would rewrite the VIP first, from its own stale maps), and
+ * pinned links of a part this configuration turns off. A link that a running
+ * mysteerd holds on a hook this daemon attaches to stops the start.
+ */
+static int remove_leftovers(const struct config *cfg, char *err, size_t errlen)
 {
-	static const char *const names[] = {
-	    MS_MAP_SERVICES, MS_MAP_BACKENDS, MS_MAP_ROUTE_SEL, MS_MAP_ACTIVE_GEN, MS_MAP_COUNTERS,
-	    MS_MAP_SOCKMAP,  MS_MAP_SOCKMAP6, MS_MAP_EVENTS,    MS_MAP_SK_MARK,    MS_MAP_CFG,
-	};
-	char path[4200];
+	uint32_t keep[L_COUNT + 1];
+	size_t nkeep = 0;
+	struct leftover_scope cg = {.keep = keep, .live = LEFTOVER_LIVE_REFUSE};
+	struct leftover_scope ns = {.keep = keep, .live = LEFTOVER_LIVE_REFUSE};
 
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", S.pin_dir, names[i]);
-		if (unlink(path) && errno != ENOENT)
-			log_warn("steer: unpin %s: %s", path, strerror(errno));
+	for (int i = 0; i < L_COUNT; i++) {
+		if (cfg->cgroup[0]) {
+			keep[nkeep] = leftover_pinned_link_id(S.pin_dir, link_names[i]);
+			nkeep += keep[nkeep] != 0;
+		} else if (leftover_remove_pinned_link(S.pin_dir, link_names[i], err, errlen) > 0) {
+			log_warn("steer: removed pinned %s: connect steering is off (cgroup =)",
+			         link_names[i]);
+		}
 	}
+	if (cfg->lookup) {
+		keep[nkeep] = leftover_pinned_link_id(S.pin_dir, MS_LINK_LOOKUP);
+		nkeep += keep[nkeep] != 0;
+	} else if (leftover_remove_pinned_link(S.pin_dir, MS_LINK_LOOKUP, err, errlen) > 0) {
+		log_warn("steer: removed pinned %s: lookup is off", MS_LINK_LOOKUP);
+	}
+	cg.nkeep = ns.nkeep = nkeep;
+	cg.cgroup_id = S.cgroup_fd >= 0 ? S.cgroup_id : 0;
+	ns.netns_ino = leftover_netns_ino();
+	/* With lookup off, a running daemon's sk_lookup is not in our way. */
+	if (!cfg->lookup)
+		ns.live = LEFTOVER_LIVE_SPARE;
+	if (leftover_detach_links(&cg, NULL, err, errlen) < 0 ||
+	    leftover_detach_links(&ns, NULL, err, errlen) < 0)
+		return -1;
+	return 0;
+}
+
+/*
+ * No eBPF steering in this configuration: what an earlier daemon pinned
+ * under bpffs_dir, and its sk_lookup links on this netns, would go on
+ * steering with stale maps, so they go too (unless a running daemon uses
+ * that bpffs_dir: then they are its own).
+ */
+static void remove_all_leftovers(const char *dir)
+{
+	struct leftover_scope ns = {.netns_ino = leftover_netns_ino(), .live = LEFTOVER_LIVE_SPARE};
+	char err[256];
+	int fd, n;
+
+	if (access(dir, F_OK) == 0) {
+		if (leftover_lock(dir, &fd, err, sizeof(err))) {
+			log_info("steer: %s; leaving it alone", err);
+			return;
+		}
+		n = leftover_remove_pins(dir, err, sizeof(err));
+		if (n < 0)
+			log_warn("steer: %s", err);
+		else if (n > 0)
+			log_warn("steer: removed %d names an earlier mysteerd pinned under %s", n,
+			         dir);
+		close(fd);
+	}
+	if (leftover_detach_links(&ns, NULL, err, sizeof(err)) < 0)
+		log_warn("steer: %s", err);
 }
 
 static void steer_stop(struct daemon_ctx *d, bool keep)
 {
 	bool was = S.running;
+	char err[256];
 
 	S.running = false;
 	if (S.rb) {
@@ -786,16 +875,12 @@ static void steer_stop(struct daemon_ctx *d, bool keep)
 	bpf_link__destroy(S.iter_link);
 	S.iter_link = NULL;
 	for (int i = 0; i < L_COUNT; i++) {
-		if (S.links[i] && !keep)
-			bpf_link__unpin(S.links[i]);
 		bpf_link__destroy(S.links[i]); /* a pinned link stays attached */
 		S.links[i] = NULL;
 	}
-	if (!keep && S.pin_dir[0] && (was || S.conn)) {
-		unpin_maps();
-		if (rmdir(S.pin_dir) && errno != ENOENT && errno != ENOTEMPTY)
-			log_debug("steer: rmdir %s: %s", S.pin_dir, strerror(errno));
-	}
+	/* Every name mysteer pins here, whichever part or run pinned it. */
+	if (!keep && S.lock_fd >= 0 && leftover_remove_pins(S.pin_dir, err, sizeof(err)) < 0)
+		log_warn("steer: %s", err);
 	steer_iter__destroy(S.iter);
 	steer_sockops__destroy(S.ops);
 	steer_connect__destroy(S.conn);
@@ -818,6 +903,9 @@ static void steer_stop(struct daemon_ctx *d, bool keep)
 	if (!keep && S.made_cgroup && rmdir(S.cgroup))
 		log_debug("steer: rmdir %s: %s", S.cgroup, strerror(errno));
 	S.made_cgroup = false;
+	if (S.lock_fd >= 0)
+		close(S.lock_fd);
+	S.lock_fd = -1;
 	free(S.last);
 	S.last = NULL;
 	if (was)
@@ -856,6 +944,7 @@ static int steer_start(struct daemon_ctx *d, char *err, size_t errlen)
 	 * the maps are kept even when connect steering is off. */
 	if (!cfg->cgroup[0] && !cfg->lookup) {
 		log_info("steer: cgroup is empty and lookup off: no eBPF steering");
+		remove_all_leftovers(cfg->bpffs_dir);
 		return 0;
 	}
 	snprintf(S.pin_dir, sizeof(S.pin_dir), "%s", cfg->bpffs_dir);
@@ -864,11 +953,16 @@ static int steer_start(struct daemon_ctx *d, char *err, size_t errlen)
 		snprintf(err, errlen, "SO_NETNS_COOKIE: %s", strerror(errno));
 		return -1;
 	}
-	if (prepare_bpffs(S.pin_dir, err, errlen) || new_listener_sets(cfg, err, errlen) ||
-	    quiesce_init(err, errlen) ||
+	if (prepare_bpffs(S.pin_dir, err, errlen) ||
+	    leftover_lock(S.pin_dir, &S.lock_fd, err, errlen)) {
+		steer_stop(d, true);
+		return -1;
+	}
+	if (new_listener_sets(cfg, err, errlen) || quiesce_init(err, errlen) ||
 	    (cfg->cgroup[0] && prepare_cgroup(cfg->cgroup, err, errlen)) ||
-	    load_objects(err, errlen) || init_cfg(err, errlen) || attach_all(err, errlen) ||
-	    start_events(err, errlen) || (S.adopted && republish_adopted(err, errlen))) {
+	    remove_leftovers(cfg, err, errlen) || load_objects(err, errlen) ||
+	    init_cfg(err, errlen) || attach_all(err, errlen) || start_events(err, errlen) ||
+	    (S.adopted && republish_adopted(err, errlen))) {
 		/* Leave a predecessor's pinned state alone: it still steers. */
 		steer_stop(d, true);
 		return -1;
