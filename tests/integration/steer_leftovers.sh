@@ -5,7 +5,7 @@
 # removes the old programs from the test's cgroup and netns instead of
 # running behind them; lookup = off removes a pinned sk_lookup link of an
 # earlier run; maps of another ABI are replaced; a SIGTERM leaves nothing
-# pinned.
+# pinned; `mysteerctl detach` removes everything, daemon running or not.
 # Everything in the test's own cgroup, netns and bpffs (lib.sh).
 . "$(dirname "$0")/lib.sh"
 itest_init steer_leftovers
@@ -111,7 +111,34 @@ check "with a stale pinned map the daemon starts and decides (${ms} ms)" writer_
 check "it said it replaced the map" grep -q 'pinned map services is of another ABI' "$T/mysteerd.log"
 check_eq "6446 lands on the writer" "$P2" "$(land incg "$PEER" count 127.0.0.1 6446 1)"
 
+# --- mysteerctl detach, daemon down (SIGKILL): everything goes.
+itest_daemon_stop KILL
+check_eq "after SIGKILL programs stay" "5 1" "$(attached) $(lookup_links)"
+out=$("$MYSTEERCTL" -c "$T/mysteer.conf" detach 2>&1)
+rc=$?
+echo "# $out"
+check "detach with the daemon down exits 0 ($rc)" [ $rc = 0 ]
+check_eq "no program on the cgroup, no sk_lookup link" "0 0" "$(attached) $(lookup_links)"
+check_eq "nothing pinned" "" "$(ls /sys/fs/bpf/mysteer 2>/dev/null)"
+
+# --- mysteerctl detach with the daemon running: everything goes, and the
+# daemon is named.
+itest_daemon_start "$T/mysteer.conf" || exit 1
+wait_until 10 writer_is db2 >/dev/null
+check_eq "a new daemon attached again" "5 1" "$(attached) $(lookup_links)"
+out=$("$MYSTEERCTL" -c "$T/mysteer.conf" detach 2>&1)
+rc=$?
+echo "# $out"
+check "detach with the daemon running exits 0 ($rc)" [ $rc = 0 ]
+check "it names the running daemon" grep -q "mysteerd pid $ITEST_DAEMON_PID still runs" <<<"$out"
+check_eq "no program on the cgroup, no sk_lookup link" "0 0" "$(attached) $(lookup_links)"
+check_eq "nothing pinned" "" "$(ls /sys/fs/bpf/mysteer 2>/dev/null)"
+out=$(land incg "$PEER" count 127.0.0.1 6446 1)
+check "6446 is not steered any more ($out)" grep -q '^error' <<<"$out"
+out=$("$MYSTEERCTL" -c "$T/mysteer.conf" --json detach 2>&1)
+echo "# $out"
+check "a second detach finds nothing and exits 0" \
+	grep -q '"unpinned":0,"links_detached":0' <<<"$out"
 itest_daemon_stop TERM
-check_eq "SIGTERM leaves nothing pinned" "" "$(ls /sys/fs/bpf/mysteer 2>/dev/null)"
-check_eq "and nothing attached" "0 0" "$(attached) $(lookup_links)"
+check_eq "the daemon then stops cleanly" 0 "$ITEST_DAEMON_RC"
 itest_done

@@ -93,6 +93,11 @@ START_TEST(test_parse_commands)
 	ck_assert_str_eq(r.name, "db3");
 	ck_assert_int_eq(parse("maps", &r), CTL_PARSE_OK);
 	ck_assert_int_eq(r.cmd, CTL_MAPS);
+	ck_assert_int_eq(parse("detach", &r), CTL_PARSE_OK);
+	ck_assert_int_eq(r.cmd, CTL_DETACH);
+	ck_assert_int_eq(parse("--json detach", &r), CTL_PARSE_OK);
+	ck_assert(r.json);
+	ck_assert_int_eq(parse("detach db1", &r), CTL_PARSE_USAGE);
 	ck_assert_int_eq(parse("--help", &r), CTL_PARSE_OK);
 	ck_assert_int_eq(r.cmd, CTL_HELP);
 	ck_assert_int_eq(parse("help", &r), CTL_PARSE_OK);
@@ -216,6 +221,8 @@ START_TEST(test_build_request)
 
 	ck_assert_int_eq(parse("maps", &r), CTL_PARSE_OK);
 	ck_assert_ptr_null(ctl_build_request(&r));
+	ck_assert_int_eq(parse("detach", &r), CTL_PARSE_OK);
+	ck_assert_ptr_null(ctl_build_request(&r)); /* no daemon involved */
 }
 END_TEST
 

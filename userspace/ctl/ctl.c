@@ -24,6 +24,7 @@
 #include "common/log.h"
 #include "config/config.h"
 #include "ctl/admin_proto.h"
+#include "maps/leftover.h"
 #include "maps/maps.h"
 
 /* Long enough for a reload on a loaded machine; a hung daemon still ends. */
@@ -43,10 +44,12 @@ const char ctl_usage[] =
     "  reset [NAME]                drop runtime changes (of NAME, or all)\n"
     "  maps                        dump the pinned eBPF maps (daemon not needed)\n"
     "  exec -- CMD [ARG...]        run CMD inside the steered cgroup\n"
+    "  detach                      remove every mysteer eBPF program and pin\n"
+    "                              (bpffs_dir, cgroup, this netns; daemon not needed)\n"
     "options:\n"
     "  --socket PATH   admin socket (default: admin_socket of -c FILE, else\n"
     "                  $" ADMIN_SOCKET_ENV ", else " ADMIN_DEFAULT_SOCKET ")\n"
-    "  -c, --config FILE   read admin_socket and bpffs_dir from FILE\n"
+    "  -c, --config FILE   read admin_socket, bpffs_dir and cgroup from FILE\n"
     "  --json          machine-readable output (status: one JSON object)\n"
     "exit: 0 done, 1 refused or failed, 2 usage\n";
 
@@ -66,6 +69,7 @@ static const struct {
     {ADMIN_CMD_RESET, CTL_RESET, 0, 1},
     {"maps", CTL_MAPS, 0, 0},
     {"exec", CTL_EXEC, 0, 0},
+    {"detach", CTL_DETACH, 0, 0},
     {"help", CTL_HELP, 0, 0},
 };
 
@@ -168,7 +172,7 @@ static int parse_positional(struct ctl_request *req, char **pos, int npos, char 
 	if (req->cmd == CTL_RESET && npos == 0)
 		return CTL_PARSE_OK;
 	if (req->cmd == CTL_STATUS || req->cmd == CTL_RELOAD || req->cmd == CTL_MAPS ||
-	    req->cmd == CTL_HELP)
+	    req->cmd == CTL_DETACH || req->cmd == CTL_HELP)
 		return CTL_PARSE_OK;
 	rc = set_name(req, pos[0], err, errlen);
 	if (rc)
@@ -705,20 +709,87 @@ static int ctl_maps(const char *bpffs_dir, bool json)
 	return rc ? CTL_EXIT_OK : fail("stdout: %s", strerror(errno));
 }
 
-static int bpffs_dir_of(const struct ctl_request *req, char *out, size_t len)
+/* bpffs_dir and [steer] cgroup of -c FILE, else the defaults. */
+static int steer_paths_of(const struct ctl_request *req, char *dir, size_t dlen, char *cgroup,
+                          size_t clen)
 {
 	char err[512];
 	struct config *c;
 
-	snprintf(out, len, "/sys/fs/bpf/mysteer");
+	snprintf(dir, dlen, "/sys/fs/bpf/mysteer");
+	snprintf(cgroup, clen, "auto");
 	if (!req->config)
 		return 0;
 	c = config_load(req->config, err, sizeof(err));
 	if (!c)
 		return fail("%s", err);
-	snprintf(out, len, "%s", c->bpffs_dir);
+	snprintf(dir, dlen, "%s", c->bpffs_dir);
+	snprintf(cgroup, clen, "%s", c->cgroup);
 	config_free(c);
 	return 0;
+}
+
+static int bpffs_dir_of(const struct ctl_request *req, char *out, size_t len)
+{
+	char cgroup[PATH_MAX];
+
+	return steer_paths_of(req, out, len, cgroup, sizeof(cgroup));
+}
+
+/*
+ * Removes everything mysteer attached and pinned, whether a daemon runs or
+ * not: the links pinned under bpffs_dir (detached first, so that a running
+ * daemon's own fds do not keep them attached), every name pinned there, and
+ * the links of mysteer's programs on the cgroup and on this network
+ * namespace that are pinned nowhere else. A running daemon is named: it
+ * steers nothing until it is restarted.
+ */
+static int ctl_detach(const struct ctl_request *req)
+{
+	char dir[PATH_MAX], want[PATH_MAX], cg[PATH_MAX], err[600];
+	struct leftover_scope sc = {.live = LEFTOVER_LIVE_DETACH};
+	long daemon, holder = 0;
+	int pins = 0, links;
+
+	if (steer_paths_of(req, dir, sizeof(dir), want, sizeof(want)))
+		return CTL_EXIT_FAILED;
+	if (want[0] && leftover_cgroup_path(want, cg, sizeof(cg)))
+		return fail("detach: cgroup = auto: no cgroup2 mount in /proc/mounts");
+	if (!want[0])
+		cg[0] = 0;
+	daemon = leftover_lock_holder(dir);
+	if (access(dir, F_OK) == 0 && (pins = leftover_remove_pins(dir, err, sizeof(err))) < 0)
+		return fail("detach: %s", err);
+	sc.cgroup_id = leftover_cgroup_id(cg);
+	sc.netns_ino = leftover_netns_ino();
+	links = leftover_detach_links(&sc, &holder, err, sizeof(err));
+	if (links < 0)
+		return fail("detach: %s", err);
+	if (!daemon)
+		daemon = holder;
+	if (req->json) {
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "bpffs_dir", json_object_new_string(dir));
+		json_object_object_add(o, "cgroup", json_object_new_string(cg));
+		json_object_object_add(o, "unpinned", json_object_new_int(pins));
+		json_object_object_add(o, "links_detached", json_object_new_int(links));
+		json_object_object_add(o, "daemon_pid",
+		                       daemon ? json_object_new_int64(daemon) : NULL);
+		printf("%s\n", json_object_to_json_string_ext(
+		                   o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(o);
+	} else {
+		printf("detached: %d names unpinned from %s, %d more links detached (cgroup %s, "
+		       "this network namespace)\n",
+		       pins, dir, links, cg[0] ? cg : "none");
+		if (daemon)
+			printf("mysteerd pid %ld still runs and steers nothing until it is "
+			       "restarted\n",
+			       daemon);
+	}
+	if (fflush(stdout) != 0)
+		return fail("stdout: %s", strerror(errno));
+	return CTL_EXIT_OK;
 }
 
 /* Moves this process into the steered cgroup, then becomes the command. */
@@ -790,6 +861,8 @@ int ctl_main(int argc, char **argv)
 			return CTL_EXIT_FAILED;
 		return ctl_maps(dir, req.json);
 	}
+	if (req.cmd == CTL_DETACH)
+		return ctl_detach(&req);
 	if (ctl_socket_path(&req, sock, sizeof(sock), err, sizeof(err)))
 		return fail("%s", err);
 	request = ctl_build_request(&req);

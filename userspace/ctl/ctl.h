@@ -30,6 +30,7 @@ enum ctl_cmd {
 	CTL_RESET,
 	CTL_MAPS,
 	CTL_EXEC,
+	CTL_DETACH,
 };
 
 struct ctl_request {
