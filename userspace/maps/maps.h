@@ -1,8 +1,10 @@
 /*
  * maps.h - userspace side of the eBPF steering (userspace/maps): turning a
  * topology snapshot into the map image of bpf/mysteer_abi.h, publishing it
- * with a generation flip, the "no target" error listeners, the dump behind
- * `mysteerctl maps`, and the steer_service of mysteerd.
+ * with a generation flip (and the wait for readers after it, quiesce.h), the
+ * "no target" error listeners (errlisten.h), what an earlier daemon left and
+ * `mysteerctl detach` (leftover.h), the dump behind `mysteerctl maps`, and
+ * the steer_service of mysteerd.
  *
  * The image builder and the close-on-demote diff are pure functions, so the
  * selection rules are unit-tested without a kernel.

@@ -4,7 +4,8 @@
 # MAPS_DUMP_OBJS is what mysteerctl links (no skeletons).
 MAPS_DUMP_OBJS := $(BUILD)/obj/userspace/maps/dump.o $(BUILD)/obj/userspace/maps/leftover.o
 MAPS_OBJS := $(BUILD)/obj/userspace/maps/image.o $(BUILD)/obj/userspace/maps/errlisten.o \
-	     $(BUILD)/obj/userspace/maps/steer.o $(MAPS_DUMP_OBJS)
+	     $(BUILD)/obj/userspace/maps/steer.o $(BUILD)/obj/userspace/maps/quiesce.o \
+	     $(MAPS_DUMP_OBJS)
 DAEMON_OBJS += $(MAPS_OBJS)
 
 $(BUILD)/obj/userspace/maps/steer.o: $(BPF_SKELS)
@@ -12,6 +13,14 @@ $(BUILD)/obj/userspace/maps/steer.o: $(BPF_SKELS)
 UNIT_TESTS += $(BUILD)/tests/test_maps
 $(BUILD)/tests/test_maps: $(BUILD)/obj/tests/unit/test_maps.o $(BUILD)/obj/userspace/maps/image.o \
 		$(BUILD)/obj/userspace/maps/errlisten.o $(COMMON_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
+
+# quiesce_wait() against a running program (bpf/test_quiesce.bpf.c).
+UNIT_TESTS += $(BUILD)/tests/test_quiesce
+$(BUILD)/obj/tests/unit/test_quiesce.o: $(BPF_SKELS)
+$(BUILD)/tests/test_quiesce: $(BUILD)/obj/tests/unit/test_quiesce.o \
+		$(BUILD)/obj/userspace/maps/quiesce.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
 

@@ -47,6 +47,7 @@
 #include "common/log.h"
 #include "maps/errlisten.h"
 #include "maps/leftover.h"
+#include "maps/quiesce.h"
 #include "steer_connect.skel.h"
 #include "steer_iter.skel.h"
 #include "steer_sockops.skel.h"
@@ -77,15 +78,14 @@ struct steer {
 	/* error listeners by route id: on relay_address, and on ::1 for IPv6
 	 * clients when relay_address is IPv4 (NULL when the host has no ::1) */
 	struct errlisten *errl, *errl6;
-	struct maps_route_ids route_ids;  /* of the generation published last */
-	struct maps_image *last;          /* the image published last, NULL: none yet */
-	int quiesce_fd, quiesce_inner_fd; /* see wait_for_readers() */
+	struct maps_route_ids route_ids; /* of the generation published last */
+	struct maps_image *last;         /* the image published last, NULL: none yet */
+	struct quiesce quiesce;          /* see wait_for_readers() */
 	uint64_t last_fail_log[MS_MAX_BACKENDS];
 	int counters_fd;
 };
 
-static struct steer S = {
-    .cgroup_fd = -1, .lock_fd = -1, .counters_fd = -1, .quiesce_fd = -1, .quiesce_inner_fd = -1};
+static struct steer S = {.cgroup_fd = -1, .lock_fd = -1, .counters_fd = -1, .quiesce = {-1, -1}};
 
 static int mkdir_p(const char *path, mode_t mode)
 {
@@ -386,42 +386,19 @@ static bool any_unknown(const struct topology *t)
  * Why a grace period, and not a sequence check or a third generation: a
  * program reads active_gen once and then only that generation, and runs to
  * its end inside the kernel's RCU read side (every non-sleepable BPF
- * program does). Waiting for RCU readers after each flip therefore proves
- * that no program still reads the generation the next publish rewrites,
- * however close two publishes land: nothing is ever torn, where a third
- * generation only makes it rarer (three back-to-back publishes) and a
- * sequence check needs barriers and a retry path in every program. Its cost
- * is one RCU grace period per publish, milliseconds on the controller
- * thread, and publishes follow topology changes, not connections.
- *
- * The kernel waits for running BPF programs (synchronize_rcu) when userspace
- * updates a map-in-map, so that "all programs that could be running use the
- * new value": an update of this private one-slot ARRAY_OF_MAPS is that
- * wait, and nothing reads the map.
+ * program does). Waiting for RCU readers after each flip (quiesce.h)
+ * therefore proves that no program still reads the generation the next
+ * publish rewrites, however close two publishes land: nothing is ever torn,
+ * where a third generation only makes it rarer (three back-to-back
+ * publishes) and a sequence check needs barriers and a retry path in every
+ * program. Its cost is one RCU grace period per publish, milliseconds on the
+ * controller thread, and publishes follow topology changes, not
+ * connections. tests/unit/test_quiesce.c checks the wait on a running
+ * program.
  */
-static int quiesce_init(char *err, size_t errlen)
-{
-	LIBBPF_OPTS(bpf_map_create_opts, o);
-
-	S.quiesce_inner_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "ms_quiesce_in", 4, 4, 1, NULL);
-	o.inner_map_fd = S.quiesce_inner_fd;
-	S.quiesce_fd = S.quiesce_inner_fd < 0
-	                   ? -1
-	                   : bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, "ms_quiesce", 4, 4, 1, &o);
-	if (S.quiesce_fd < 0) {
-		snprintf(err, errlen, "create the map-in-map that waits for readers: %s",
-		         strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
-/* Returns once every BPF program that was running when it was called ended. */
 static int wait_for_readers(void)
 {
-	__u32 zero = 0;
-
-	if (bpf_map_update_elem(S.quiesce_fd, &zero, &S.quiesce_inner_fd, BPF_ANY)) {
+	if (quiesce_wait(&S.quiesce)) {
 		log_error("steer: wait for readers of the old generation: %s", strerror(errno));
 		return -1;
 	}
@@ -892,11 +869,7 @@ static void steer_stop(struct daemon_ctx *d, bool keep)
 	errl_free(S.errl6);
 	S.errl = S.errl6 = NULL;
 	memset(&S.route_ids, 0, sizeof(S.route_ids));
-	if (S.quiesce_fd >= 0)
-		close(S.quiesce_fd);
-	if (S.quiesce_inner_fd >= 0)
-		close(S.quiesce_inner_fd);
-	S.quiesce_fd = S.quiesce_inner_fd = -1;
+	quiesce_free(&S.quiesce);
 	if (S.cgroup_fd >= 0)
 		close(S.cgroup_fd);
 	S.cgroup_fd = -1;
@@ -958,7 +931,7 @@ static int steer_start(struct daemon_ctx *d, char *err, size_t errlen)
 		steer_stop(d, true);
 		return -1;
 	}
-	if (new_listener_sets(cfg, err, errlen) || quiesce_init(err, errlen) ||
+	if (new_listener_sets(cfg, err, errlen) || quiesce_init(&S.quiesce, err, errlen) ||
 	    (cfg->cgroup[0] && prepare_cgroup(cfg->cgroup, err, errlen)) ||
 	    remove_leftovers(cfg, err, errlen) || load_objects(err, errlen) ||
 	    init_cfg(err, errlen) || attach_all(err, errlen) || start_events(err, errlen) ||
