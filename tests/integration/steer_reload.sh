@@ -185,13 +185,16 @@ check "rw3's error listener (port $errl3) listens" [ -n "$(ss -Hltn "sport = :$e
 # --- back to A: rw2 and rw3 go, and so do their error listeners.
 conf_a
 ctl reload >/dev/null
-check "A again: rw3's error listener (port $errl3) is closed" [ -z "$(ss -Hltn "sport = :$errl3")" ]
+# closed once no program can pick it any more: after the wait for readers
+closed() { [ -z "$(ss -Hltn "sport = :$errl3")" ]; }
+ms=$(wait_until 10 closed)
+check "A again: rw3's error listener (port $errl3) is closed (${ms} ms after the reload)" closed
 out=$(land incg "$PEER" count 127.0.0.1 6451 1)
 check "A again: 6451 is no longer steered ($out)" \
 	bash -c '[ -n "$0" ] && ! grep -q "route rw3" <<<"$0"' "$out"
 check "the daemon logged the removal" grep -q 'route rw3 removed' "$T/mysteerd.log"
-line=$(grep -o 'waited [0-9]* us for the readers[a-z ]*' "$T/mysteerd.log" | tail -n 1)
-[ -n "$line" ] && measured "last publish $line"
+us=$(grep -o '[0-9]* us from the flip to its cleanup' "$T/mysteerd.log" | awk '{print $1}' | sort -n | tr '\n' ' ')
+measured "flip to cleanup (the wait for readers), us, sorted: $us"
 
 itest_daemon_stop TERM
 check_eq "after SIGTERM nothing is pinned" "" "$(ls /sys/fs/bpf/mysteer 2>/dev/null)"

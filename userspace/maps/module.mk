@@ -20,7 +20,7 @@ $(BUILD)/tests/test_maps: $(BUILD)/obj/tests/unit/test_maps.o $(BUILD)/obj/users
 UNIT_TESTS += $(BUILD)/tests/test_quiesce
 $(BUILD)/obj/tests/unit/test_quiesce.o: $(BPF_SKELS)
 $(BUILD)/tests/test_quiesce: $(BUILD)/obj/tests/unit/test_quiesce.o \
-		$(BUILD)/obj/userspace/maps/quiesce.o
+		$(BUILD)/obj/userspace/maps/quiesce.o $(COMMON_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
 

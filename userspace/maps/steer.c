@@ -80,12 +80,24 @@ struct steer {
 	struct errlisten *errl, *errl6;
 	struct maps_route_ids route_ids; /* of the generation published last */
 	struct maps_image *last;         /* the image published last, NULL: none yet */
-	struct quiesce quiesce;          /* see wait_for_readers() */
+	/* The wait for readers after each flip (see write_generation): while it
+	 * runs, the flip's cleanup waits in after and the newest topology to
+	 * publish in pending. */
+	struct quiesce *quiesce;
+	struct after_flip {
+		bool due;
+		uint32_t old_gen;
+		uint64_t t0;                      /* mono_us of the flip */
+		bool gone[MS_MAX_BACKENDS];       /* backend entries to clear */
+		bool close_route[MS_ROUTE_SLOTS]; /* error listeners to close */
+		char name[MS_ROUTE_SLOTS][MS_NAME_MAX];
+	} after;
+	const struct topology *pending;
 	uint64_t last_fail_log[MS_MAX_BACKENDS];
 	int counters_fd;
 };
 
-static struct steer S = {.cgroup_fd = -1, .lock_fd = -1, .counters_fd = -1, .quiesce = {-1, -1}};
+static struct steer S = {.cgroup_fd = -1, .lock_fd = -1, .counters_fd = -1};
 
 static int mkdir_p(const char *path, mode_t mode)
 {
@@ -382,29 +394,6 @@ static bool any_unknown(const struct topology *t)
 	return false;
 }
 
-/*
- * Why a grace period, and not a sequence check or a third generation: a
- * program reads active_gen once and then only that generation, and runs to
- * its end inside the kernel's RCU read side (every non-sleepable BPF
- * program does). Waiting for RCU readers after each flip (quiesce.h)
- * therefore proves that no program still reads the generation the next
- * publish rewrites, however close two publishes land: nothing is ever torn,
- * where a third generation only makes it rarer (three back-to-back
- * publishes) and a sequence check needs barriers and a retry path in every
- * program. Its cost is one RCU grace period per publish, milliseconds on the
- * controller thread, and publishes follow topology changes, not
- * connections. tests/unit/test_quiesce.c checks the wait on a running
- * program.
- */
-static int wait_for_readers(void)
-{
-	if (quiesce_wait(&S.quiesce)) {
-		log_error("steer: wait for readers of the old generation: %s", strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
 /* Deletes the services of generation gen (0/1). */
 static int delete_services(uint32_t gen)
 {
@@ -432,19 +421,31 @@ static int delete_services(uint32_t gen)
 
 /*
  * One publish: backends that are present, then routes and services into the
- * generation programs do not read, then one flip of active_gen. After the
- * flip, once no program can still read the old generation, its services and
- * the backends that left are cleared; so the services map holds one
- * generation between publishes and at most two during one.
+ * generation programs do not read, then one flip of active_gen. What is left
+ * of the old generation (its services, the backends that left) is cleared by
+ * finish_flip() once no program can still read it; so the services map
+ * holds one generation between publishes and at most two during one.
+ *
+ * Why a grace period after each flip, and not a sequence check or a third
+ * generation: a program reads active_gen once and then only that
+ * generation, and runs to its end inside the kernel's RCU read side (every
+ * non-sleepable BPF program does). Waiting for RCU readers after a flip
+ * (quiesce.h) therefore proves that no program still reads the generation
+ * the next publish rewrites, however close two publishes land: nothing is
+ * ever torn, where a third generation only makes it rarer (three
+ * back-to-back publishes) and a sequence check needs barriers and a retry
+ * path in every program. The wait (milliseconds, tens under load) runs on
+ * the quiesce thread, not on the controller's loop; a topology that comes
+ * meanwhile is published when it ends, and a burst of them as one.
+ * tests/unit/test_quiesce.c checks the wait on a running program.
  */
-static int write_image(const struct maps_image *img)
+static int write_generation(const struct maps_image *img)
 {
 	int be_fd = bpf_map__fd(S.conn->maps.backends);
 	int rt_fd = bpf_map__fd(S.conn->maps.route_sel);
 	int svc_fd = bpf_map__fd(S.conn->maps.services);
 	int gen_fd = bpf_map__fd(S.conn->maps.active_gen);
 	__u32 zero = 0, count = 0, next, gen;
-	uint64_t t0;
 
 	if (bpf_map_lookup_elem(gen_fd, &zero, &count))
 		count = 0;
@@ -476,17 +477,59 @@ static int write_image(const struct maps_image *img)
 	atomic_thread_fence(memory_order_release);
 	if (bpf_map_update_elem(gen_fd, &zero, &next, BPF_ANY))
 		return -1;
-	t0 = mono_us();
-	if (wait_for_readers())
-		return 0; /* published; the old generation stays as it was */
-	log_debug("steer: maps generation %u live; waited %llu us for the readers of the other one",
-	          gen, (unsigned long long)(mono_us() - t0));
-	if (delete_services(gen ^ 1))
+	S.after.due = true;
+	S.after.old_gen = gen ^ 1;
+	S.after.t0 = mono_us();
+	for (__u32 id = 0; id < MS_MAX_BACKENDS; id++)
+		S.after.gone[id] = !(img->backends[id].flags & MS_BE_PRESENT);
+	return 0;
+}
+
+/* The cleanup of the last flip, once no program can read the old
+ * generation: its services, the backends that left, the error listeners of
+ * removed routes (closing drops their SOCKMAP entries). */
+static void finish_flip(void)
+{
+	int be_fd = bpf_map__fd(S.conn->maps.backends);
+	const struct ms_backend none = {0};
+
+	if (!S.after.due)
+		return;
+	S.after.due = false;
+	log_debug("steer: %llu us from the flip to its cleanup (the wait for readers)",
+	          (unsigned long long)(mono_us() - S.after.t0));
+	if (delete_services(S.after.old_gen))
 		log_warn("steer: delete the old generation's services: %s", strerror(errno));
 	for (__u32 id = 0; id < MS_MAX_BACKENDS; id++)
-		if (!(img->backends[id].flags & MS_BE_PRESENT))
-			bpf_map_update_elem(be_fd, &id, &img->backends[id], BPF_ANY);
-	return 0;
+		if (S.after.gone[id] && bpf_map_update_elem(be_fd, &id, &none, BPF_ANY))
+			log_warn("steer: clear backend id %u: %s", id, strerror(errno));
+	for (int r = 0; r < MS_ROUTE_SLOTS; r++) {
+		if (!S.after.close_route[r])
+			continue;
+		S.after.close_route[r] = false;
+		errl_close(S.errl, r);
+		errl_close(S.errl6, r);
+		if (S.after.name[r][0])
+			log_info("steer: route %s removed; its error listeners closed",
+			         S.after.name[r]);
+	}
+}
+
+/* After a flip: the wait for readers on the quiesce thread (on_quiesced
+ * then finishes), or here if that thread cannot take it. */
+static void wait_then_finish(void)
+{
+	if (!quiesce_start(S.quiesce))
+		return;
+	log_warn("steer: wait for readers on the quiesce thread: %s; waiting here",
+	         strerror(errno));
+	if (quiesce_wait(S.quiesce)) {
+		log_error("steer: wait for readers of the old generation: %s; its cleanup "
+		          "waits for the next publish",
+		          strerror(errno));
+		return;
+	}
+	finish_flip();
 }
 
 /* What a previous daemon left published: its backends, and the active
@@ -582,21 +625,19 @@ static int open_listeners(const struct maps_route_ids *ids, struct maps_image *i
 	return 0;
 }
 
-/* Closes the listeners of routes gone from img (after the flip and the wait:
- * no program can pick them any more); closing drops their SOCKMAP entries. */
-static void close_listeners(const struct maps_route_ids *prev, const struct maps_image *img)
+/* The listeners of routes gone from img (prev: the route ids before it),
+ * closed by finish_flip once no program can pick them any more. */
+static void listeners_to_close(const struct maps_route_ids *prev, const struct maps_image *img)
 {
 	for (int r = 0; r < MS_ROUTE_SLOTS; r++) {
 		const struct ms_route *rt = &img->routes[r];
-		if ((rt->flags & MS_RT_PRESENT) && !(rt->flags & MS_RT_SPLIT))
+		bool gone = !(rt->flags & MS_RT_PRESENT);
+		if (!gone && !(rt->flags & MS_RT_SPLIT))
 			continue;
 		if (errl_fd(S.errl, r) < 0 && errl_fd(S.errl6, r) < 0)
 			continue;
-		errl_close(S.errl, r);
-		errl_close(S.errl6, r);
-		if (prev->name[r][0] && !(rt->flags & MS_RT_PRESENT))
-			log_info("steer: route %s removed; its error listeners closed",
-			         prev->name[r]);
+		S.after.close_route[r] = true;
+		snprintf(S.after.name[r], sizeof(S.after.name[r]), "%s", gone ? prev->name[r] : "");
 	}
 }
 
@@ -651,11 +692,11 @@ static int republish_adopted(char *err, size_t errlen)
 	ids_of_image(img, &S.route_ids);
 	if (open_listeners(&S.route_ids, img, err, errlen))
 		goto out;
-	/* The predecessor's last flip had no wait after it, if it died then. */
-	if (wait_for_readers() || write_image(img)) {
+	if (write_generation(img)) {
 		snprintf(err, errlen, "write maps: %s", strerror(errno));
 		goto out;
 	}
+	wait_then_finish();
 	rc = 0;
 out:
 	free(img);
@@ -675,6 +716,13 @@ static void publish(const struct topology *t, void *arg)
 
 	if (!S.running || !cfg)
 		return;
+	/* The last flip's wait runs: this one goes when it ends (on_quiesced),
+	 * or the newer one that comes meanwhile instead. */
+	if (quiesce_busy(S.quiesce)) {
+		topo_put(S.pending);
+		S.pending = topo_get(t);
+		return;
+	}
 	if (S.adopted && any_unknown(t)) {
 		log_debug("steer: generation %llu has unprobed backends; keeping the adopted maps",
 		          (unsigned long long)t->generation);
@@ -704,15 +752,16 @@ static void publish(const struct topology *t, void *arg)
 		return;
 	}
 	set_reasons(img);
-	if (write_image(img)) {
+	if (write_generation(img)) {
 		log_error("steer: write maps: %s", strerror(errno));
 		free(img);
 		free(adopted);
 		return;
 	}
 	set_cfg_flags(true, cfg->reader_policy == READER_POLICY_LEAST_CONN);
-	close_listeners(&S.route_ids, img);
+	listeners_to_close(&S.route_ids, img);
 	S.route_ids = ids;
+	wait_then_finish();
 	log_debug("steer: published generation %llu", (unsigned long long)t->generation);
 
 	if (closing && S.last)
@@ -724,6 +773,22 @@ static void publish(const struct topology *t, void *arg)
 	free(adopted);
 	free(S.last);
 	S.last = img;
+}
+
+/* The wait after the last flip is over: its cleanup, then the topology that
+ * came meanwhile, if any. */
+static void on_quiesced(void *arg)
+{
+	const struct topology *t = S.pending;
+
+	if (!S.conn)
+		return;
+	finish_flip();
+	S.pending = NULL;
+	if (t) {
+		publish(t, NULL);
+		topo_put(t);
+	}
 }
 
 static int on_event(void *ctx, void *data, size_t len)
@@ -855,6 +920,14 @@ static void steer_stop(struct daemon_ctx *d, bool keep)
 		bpf_link__destroy(S.links[i]); /* a pinned link stays attached */
 		S.links[i] = NULL;
 	}
+	/* The last flip's cleanup, if its wait was still running. */
+	if (S.quiesce && S.conn && S.after.due && !quiesce_wait(S.quiesce))
+		finish_flip();
+	quiesce_free(S.quiesce);
+	S.quiesce = NULL;
+	S.after.due = false;
+	topo_put(S.pending);
+	S.pending = NULL;
 	/* Every name mysteer pins here, whichever part or run pinned it. */
 	if (!keep && S.lock_fd >= 0 && leftover_remove_pins(S.pin_dir, err, sizeof(err)) < 0)
 		log_warn("steer: %s", err);
@@ -869,7 +942,6 @@ static void steer_stop(struct daemon_ctx *d, bool keep)
 	errl_free(S.errl6);
 	S.errl = S.errl6 = NULL;
 	memset(&S.route_ids, 0, sizeof(S.route_ids));
-	quiesce_free(&S.quiesce);
 	if (S.cgroup_fd >= 0)
 		close(S.cgroup_fd);
 	S.cgroup_fd = -1;
@@ -884,6 +956,20 @@ static void steer_stop(struct daemon_ctx *d, bool keep)
 	if (was)
 		log_info("steer: stopped (%s)",
 		         keep ? "programs and maps left pinned" : "detached");
+}
+
+/* The wait for readers, and the first one now: a predecessor may have
+ * flipped just before it died, and no wait followed. */
+static int start_quiesce(char *err, size_t errlen)
+{
+	S.quiesce = quiesce_new(S.d->loop, on_quiesced, NULL, err, errlen);
+	if (!S.quiesce)
+		return -1;
+	if (quiesce_wait(S.quiesce)) {
+		snprintf(err, errlen, "wait for BPF programs: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
 }
 
 /* Error listeners: on relay_address, and on ::1 for IPv6 clients when that
@@ -931,11 +1017,11 @@ static int steer_start(struct daemon_ctx *d, char *err, size_t errlen)
 		steer_stop(d, true);
 		return -1;
 	}
-	if (new_listener_sets(cfg, err, errlen) || quiesce_init(&S.quiesce, err, errlen) ||
+	if (new_listener_sets(cfg, err, errlen) ||
 	    (cfg->cgroup[0] && prepare_cgroup(cfg->cgroup, err, errlen)) ||
 	    remove_leftovers(cfg, err, errlen) || load_objects(err, errlen) ||
-	    init_cfg(err, errlen) || attach_all(err, errlen) || start_events(err, errlen) ||
-	    (S.adopted && republish_adopted(err, errlen))) {
+	    init_cfg(err, errlen) || start_quiesce(err, errlen) || attach_all(err, errlen) ||
+	    start_events(err, errlen) || (S.adopted && republish_adopted(err, errlen))) {
 		/* Leave a predecessor's pinned state alone: it still steers. */
 		steer_stop(d, true);
 		return -1;
