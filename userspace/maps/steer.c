@@ -832,6 +832,18 @@ static int start_events(char *err, size_t errlen)
 	return 0;
 }
 
+/* A pinned link of a part this configuration turns off. */
+static void remove_unused_link(const char *name, const char *why)
+{
+	char err[256];
+	int rc = leftover_remove_pinned_link(S.pin_dir, name, err, sizeof(err));
+
+	if (rc > 0)
+		log_warn("steer: removed pinned %s: %s", name, why);
+	else if (rc < 0)
+		log_warn("steer: %s", err);
+}
+
 /*
  * What an earlier daemon left that this one will not adopt: mysteer links
  * on the cgroup or this netns that are not pinned here (an old connect4
@@ -850,16 +862,15 @@ static int remove_leftovers(const struct config *cfg, char *err, size_t errlen)
 		if (cfg->cgroup[0]) {
 			keep[nkeep] = leftover_pinned_link_id(S.pin_dir, link_names[i]);
 			nkeep += keep[nkeep] != 0;
-		} else if (leftover_remove_pinned_link(S.pin_dir, link_names[i], err, errlen) > 0) {
-			log_warn("steer: removed pinned %s: connect steering is off (cgroup =)",
-			         link_names[i]);
+		} else {
+			remove_unused_link(link_names[i], "connect steering is off (cgroup =)");
 		}
 	}
 	if (cfg->lookup) {
 		keep[nkeep] = leftover_pinned_link_id(S.pin_dir, MS_LINK_LOOKUP);
 		nkeep += keep[nkeep] != 0;
-	} else if (leftover_remove_pinned_link(S.pin_dir, MS_LINK_LOOKUP, err, errlen) > 0) {
-		log_warn("steer: removed pinned %s: lookup is off", MS_LINK_LOOKUP);
+	} else {
+		remove_unused_link(MS_LINK_LOOKUP, "lookup is off");
 	}
 	cg.nkeep = ns.nkeep = nkeep;
 	cg.cgroup_id = S.cgroup_fd >= 0 ? S.cgroup_id : 0;
