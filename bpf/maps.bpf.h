@@ -109,20 +109,20 @@ static __always_inline struct ms_cfg *ms_cfg_get(void)
 }
 
 /*
- * The generation (0 or 1) programs read now. A program reads it once and uses
- * it for every lookup of its run: the publisher (userspace/maps/steer.c)
- * writes only the other generation, and before it writes a generation again
- * it waits until every program that could still be reading it has finished,
- * so no run ever sees a route or service half written.
+ * The generation programs read now. A program reads it once and uses it for
+ * every lookup of its run: the publisher (userspace/maps/steer.c) writes
+ * only a generation that is not active, and only once every program that
+ * could still be reading it has finished, so no run ever sees a route or
+ * service half written.
  */
 static __always_inline int ms_active_gen(__u32 *gen)
 {
 	__u32 zero = 0;
 	__u32 *g = bpf_map_lookup_elem(&active_gen, &zero);
 
-	if (!g)
+	if (!g || *g >= MS_GENERATIONS)
 		return -1;
-	*gen = *g & 1;
+	*gen = *g;
 	return 0;
 }
 
@@ -145,7 +145,9 @@ static __always_inline struct ms_route *ms_service_route(__u32 gen, struct ms_se
 	id = svc->route_id;
 	if (id >= MS_ROUTE_SLOTS)
 		return NULL;
-	idx = (gen & 1) * MS_ROUTE_SLOTS + id;
+	if (gen >= MS_GENERATIONS)
+		return NULL;
+	idx = gen * MS_ROUTE_SLOTS + id;
 	rt = bpf_map_lookup_elem(&route_sel, &idx);
 	if (!rt || !(rt->flags & MS_RT_PRESENT) || (rt->flags & MS_RT_SPLIT))
 		return NULL;

@@ -26,12 +26,15 @@
 #define MS_MAX_ROUTES   8 /* routes a config may have */
 /* Route ids. A route keeps its id while a route of that name exists, so a
  * reload that reorders, adds or removes routes leaves the ids the sockets'
- * marks carry meaning the same route; a new route takes an id that the
- * active generation does not use, which twice MS_MAX_ROUTES always leaves. */
-#define MS_ROUTE_SLOTS  (2 * MS_MAX_ROUTES)
+ * marks carry meaning the same route; a new route takes an id that no
+ * generation a program may still read uses (at most two besides the one
+ * written: so three times MS_MAX_ROUTES ids always leave one). */
+#define MS_ROUTE_SLOTS  (3 * MS_MAX_ROUTES)
 #define MS_MAX_TARGETS  16
 #define MS_MAX_SERVICES 256 /* vip x route entries of one generation */
-#define MS_GENERATIONS  2
+/* Three, so that a publish seldom waits: the generation it writes retired
+ * two flips ago (userspace/maps/steer.c, write_generation). */
+#define MS_GENERATIONS  3
 #define MS_RINGBUF_SIZE (64 * 1024)
 #define MS_NAME_MAX     64 /* route names, as TOPO_NAME_MAX */
 
@@ -81,7 +84,7 @@ struct ms_endpoint {
  * and one flip of active_gen switches services and routes together.
  */
 struct ms_service_key {
-	__u32 gen; /* generation (0 or 1) */
+	__u32 gen; /* generation (0..MS_GENERATIONS-1) */
 	__u16 family;
 	__u16 port; /* network order */
 	__u8 addr[16];
@@ -142,9 +145,9 @@ struct ms_route {
 	char name[MS_NAME_MAX];   /* NUL-terminated */
 };
 
-/* active_gen: array[1] of __u32, a count of publishes; programs read the
- * generation (count & 1) once per run and use it for every lookup. The
- * publisher fills the other generation, then bumps this. */
+/* active_gen: array[1] of __u32, the generation (0..MS_GENERATIONS-1)
+ * programs read, once per run, for every lookup. The publisher fills the
+ * next one, then sets this. */
 
 /* counters: array indexed by backend id; programs add with
  * __sync_fetch_and_add, userspace reads them. Not reset on republish. */

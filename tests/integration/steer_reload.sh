@@ -194,8 +194,8 @@ unsteered() { out=$(land incg "$PEER" count 127.0.0.1 6451 1) && [ -n "$out" ] &
 wait_until 10 unsteered >/dev/null
 check "A again: 6451 is no longer steered ($out)" unsteered
 check "the daemon logged the removal" grep -q 'route rw3 removed' "$T/mysteerd.log"
-us=$(grep -o '[0-9]* us from the flip to its cleanup' "$T/mysteerd.log" | awk '{print $1}' | sort -n | tr '\n' ' ')
-measured "flip to cleanup (the wait for readers), us, sorted: $us"
+us=$(grep -o 'retired [0-9]* us ago has no readers' "$T/mysteerd.log" | awk '{print $2}' | sort -n | tr '\n' ' ')
+measured "a retired generation free of readers (flip to end of the wait), us, sorted: $us"
 
 itest_daemon_stop TERM
 check_eq "after SIGTERM nothing is pinned" "" "$(ls /sys/fs/bpf/mysteer 2>/dev/null)"

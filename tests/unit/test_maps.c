@@ -79,7 +79,7 @@ static struct maps_image *build_ids(const struct topology *t, struct maps_route_
 	char err[128];
 
 	ck_assert_ptr_nonnull(img);
-	ck_assert_int_eq(maps_assign_route_ids(ids, t, &next, rid, err, sizeof(err)), 0);
+	ck_assert_int_eq(maps_assign_route_ids(ids, NULL, t, &next, rid, err, sizeof(err)), 0);
 	ck_assert_int_eq(maps_build_image(t, NULL, rid, img, err, sizeof(err)), 0);
 	*ids = next;
 	return img;
@@ -328,33 +328,48 @@ START_TEST(route_ids_follow_names)
 }
 END_TEST
 
-/* A reload that replaces every route at once still finds ids the live
- * generation does not use; a ninth route is refused. */
+/* Two reloads in a row that each replace every route still find ids that
+ * neither the live generation nor the one before it (still read, busy)
+ * uses; a ninth route is refused. */
 START_TEST(route_ids_full_replacement)
 {
-	struct fixture a, b;
+	struct fixture a, b, c;
 	struct maps_route_ids ids = {0}, next;
+	bool busy[MS_ROUTE_SLOTS] = {false};
 	uint32_t rid[MS_MAX_ROUTES];
 	char err[128], name[16];
 	fixture_init(&a);
 	fixture_init(&b);
+	fixture_init(&c);
 	for (int i = 0; i < MS_MAX_ROUTES; i++) {
 		snprintf(name, sizeof(name), "a%d", i);
 		route(&a.r[i], name, (uint16_t)(7000 + i), ROUTE_WRITER);
 		snprintf(name, sizeof(name), "b%d", i);
 		route(&b.r[i], name, (uint16_t)(7000 + i), ROUTE_WRITER);
+		snprintf(name, sizeof(name), "c%d", i);
+		route(&c.r[i], name, (uint16_t)(7000 + i), ROUTE_WRITER);
 	}
-	a.t.nroutes = b.t.nroutes = MS_MAX_ROUTES;
-	ck_assert_int_eq(maps_assign_route_ids(&ids, &a.t, &next, rid, err, sizeof(err)), 0);
+	a.t.nroutes = b.t.nroutes = c.t.nroutes = MS_MAX_ROUTES;
+	ck_assert_int_eq(maps_assign_route_ids(&ids, NULL, &a.t, &next, rid, err, sizeof(err)), 0);
 	ids = next;
-	ck_assert_int_eq(maps_assign_route_ids(&ids, &b.t, &next, rid, err, sizeof(err)), 0);
+	ck_assert_int_eq(maps_assign_route_ids(&ids, NULL, &b.t, &next, rid, err, sizeof(err)), 0);
 	for (int i = 0; i < MS_MAX_ROUTES; i++) {
 		ck_assert_uint_ge(rid[i], MS_MAX_ROUTES);
 		ck_assert_str_eq(ids.name[rid[i]], "");
 	}
+	/* a's generation is still read: its ids are busy */
+	for (int i = 0; i < MS_ROUTE_SLOTS; i++)
+		busy[i] = ids.name[i][0] != 0;
+	ids = next;
+	ck_assert_int_eq(maps_assign_route_ids(&ids, busy, &c.t, &next, rid, err, sizeof(err)), 0);
+	for (int i = 0; i < MS_MAX_ROUTES; i++) {
+		ck_assert_uint_ge(rid[i], 2 * MS_MAX_ROUTES);
+		ck_assert_str_eq(ids.name[rid[i]], "");
+		ck_assert(!busy[rid[i]]);
+	}
 	route(&b.r[MS_MAX_ROUTES], "b8", 7008, ROUTE_WRITER);
 	b.t.nroutes = MS_MAX_ROUTES + 1;
-	ck_assert_int_eq(maps_assign_route_ids(&ids, &b.t, &next, rid, err, sizeof(err)), -1);
+	ck_assert_int_eq(maps_assign_route_ids(&ids, NULL, &b.t, &next, rid, err, sizeof(err)), -1);
 	ck_assert_ptr_nonnull(strstr(err, "routes"));
 }
 END_TEST

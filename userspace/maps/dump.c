@@ -73,8 +73,7 @@ static json_object *dump_cfg(const struct dump_fds *f, uint32_t gen)
 	json_object_object_add(
 	    o, "reader_policy",
 	    json_object_new_string(c.flags & MS_CFG_LEAST_CONN ? "least_conn" : "random"));
-	json_object_object_add(o, "active_gen", json_object_new_int((int)(gen & 1)));
-	json_object_object_add(o, "publishes", json_object_new_int64(gen));
+	json_object_object_add(o, "active_gen", json_object_new_int((int)gen));
 	return o;
 }
 
@@ -112,7 +111,7 @@ static json_object *dump_routes(const struct dump_fds *f, uint32_t gen)
 	char buf[80];
 
 	for (__u32 r = 0; r < MS_ROUTE_SLOTS; r++) {
-		__u32 idx = (gen & 1) * MS_ROUTE_SLOTS + r;
+		__u32 idx = gen * MS_ROUTE_SLOTS + r;
 		struct ms_route rt;
 		if (bpf_map_lookup_elem(f->route_sel, &idx, &rt) || !(rt.flags & MS_RT_PRESENT))
 			continue;
@@ -158,7 +157,7 @@ static json_object *dump_services(const struct dump_fds *f, uint32_t gen)
 	while (!bpf_map_get_next_key(f->services, prev, &next)) {
 		struct ms_service v;
 		struct ms_endpoint ep;
-		if (next.gen == (gen & 1) && !bpf_map_lookup_elem(f->services, &next, &v)) {
+		if (next.gen == gen && !bpf_map_lookup_elem(f->services, &next, &v)) {
 			json_object *o = json_object_new_object();
 			ep.family = next.family;
 			ep.port = next.port;
@@ -221,7 +220,8 @@ int maps_dump(const char *bpffs_dir, bool json, FILE *out)
 		close_fds(&f);
 		return -1;
 	}
-	bpf_map_lookup_elem(f.active_gen, &zero, &gen);
+	if (bpf_map_lookup_elem(f.active_gen, &zero, &gen) || gen >= MS_GENERATIONS)
+		gen = 0;
 	root = json_object_new_object();
 	json_object_object_add(root, "bpffs_dir", json_object_new_string(bpffs_dir));
 	json_object_object_add(root, "config", dump_cfg(&f, gen));

@@ -202,9 +202,9 @@ static int id_of(const struct maps_route_ids *ids, const char *name)
 	return -1;
 }
 
-int maps_assign_route_ids(const struct maps_route_ids *prev, const struct topology *t,
-                          struct maps_route_ids *next, uint32_t ids[MS_MAX_ROUTES], char *err,
-                          size_t errlen)
+int maps_assign_route_ids(const struct maps_route_ids *prev, const bool busy[MS_ROUTE_SLOTS],
+                          const struct topology *t, struct maps_route_ids *next,
+                          uint32_t ids[MS_MAX_ROUTES], char *err, size_t errlen)
 {
 	memset(next, 0, sizeof(*next));
 	if (t->nroutes > MS_MAX_ROUTES) {
@@ -217,14 +217,16 @@ int maps_assign_route_ids(const struct maps_route_ids *prev, const struct topolo
 		if (id >= 0)
 			snprintf(next->name[id], sizeof(next->name[id]), "%s", t->routes[r].name);
 	}
-	/* New routes: ids free in prev, so none the live generation uses. */
+	/* New routes: ids free in prev and not busy, so none that a generation
+	 * a program may still read uses. */
 	for (size_t r = 0; r < t->nroutes; r++) {
 		int id = 0;
 		if (ids[r] < MS_ROUTE_SLOTS)
 			continue;
-		while (id < MS_ROUTE_SLOTS && (prev->name[id][0] || next->name[id][0]))
+		while (id < MS_ROUTE_SLOTS &&
+		       (prev->name[id][0] || next->name[id][0] || (busy && busy[id])))
 			id++;
-		if (id == MS_ROUTE_SLOTS) { /* cannot happen: 2 x MS_MAX_ROUTES ids */
+		if (id == MS_ROUTE_SLOTS) { /* cannot happen: 3 x MS_MAX_ROUTES ids */
 			snprintf(err, errlen, "no free route id for route %s", t->routes[r].name);
 			return -1;
 		}

@@ -44,14 +44,16 @@ struct maps_route_ids {
 };
 
 /*
- * The ids of t's routes after prev: a route whose name holds an id in prev
- * keeps it; a new route takes the lowest id free in prev (so never one the
- * live generation still uses for another route). Fills next and ids[i] for
- * t->routes[i]. Returns 0, or -1 with a reason (more than MS_MAX_ROUTES).
+ * The ids of t's routes after prev (the ids of the active generation): a
+ * route whose name holds an id in prev keeps it; a new route takes the
+ * lowest id free in prev and not busy (busy: ids that an older generation a
+ * program may still read uses; may be NULL), so never one that names another
+ * route to a program. Fills next and ids[i] for t->routes[i]. Returns 0, or
+ * -1 with a reason (more than MS_MAX_ROUTES).
  */
-int maps_assign_route_ids(const struct maps_route_ids *prev, const struct topology *t,
-                          struct maps_route_ids *next, uint32_t ids[MS_MAX_ROUTES], char *err,
-                          size_t errlen);
+int maps_assign_route_ids(const struct maps_route_ids *prev, const bool busy[MS_ROUTE_SLOTS],
+                          const struct topology *t, struct maps_route_ids *next,
+                          uint32_t ids[MS_MAX_ROUTES], char *err, size_t errlen);
 
 /*
  * Builds the image of t: backends by id, each route at its id (ids[i] for

@@ -80,18 +80,23 @@ struct steer {
 	struct errlisten *errl, *errl6;
 	struct maps_route_ids route_ids; /* of the generation published last */
 	struct maps_image *last;         /* the image published last, NULL: none yet */
-	/* The wait for readers after each flip (see write_generation): while it
-	 * runs, the flip's cleanup waits in after and the newest topology to
-	 * publish in pending. */
+	/* The generations (see write_generation): the active one, and what
+	 * each holds and when it was retired, so that a generation is written
+	 * again, and what only retired ones use is cleared, only once no
+	 * program can read it. Flips are counted; safe: the last flip that a
+	 * completed wait for readers covers. */
+	uint32_t active;
+	uint64_t flips, safe, wait_from;
+	struct gen_state {
+		uint64_t retired_at; /* flip that retired it; 0: active or unused */
+		uint64_t t0;         /* mono_us of that flip */
+		bool route[MS_ROUTE_SLOTS];
+		bool backend[MS_MAX_BACKENDS];
+	} gens[MS_GENERATIONS];
+	bool backend_set[MS_MAX_BACKENDS];           /* entries written, not cleared */
+	char gone_name[MS_ROUTE_SLOTS][MS_NAME_MAX]; /* removed routes, for the log */
 	struct quiesce *quiesce;
-	struct after_flip {
-		bool due;
-		uint32_t old_gen;
-		uint64_t t0;                      /* mono_us of the flip */
-		bool gone[MS_MAX_BACKENDS];       /* backend entries to clear */
-		bool close_route[MS_ROUTE_SLOTS]; /* error listeners to close */
-		char name[MS_ROUTE_SLOTS][MS_NAME_MAX];
-	} after;
+	/* the newest topology that waits for a generation to write */
 	const struct topology *pending;
 	uint64_t last_fail_log[MS_MAX_BACKENDS];
 	int counters_fd;
@@ -394,7 +399,7 @@ static bool any_unknown(const struct topology *t)
 	return false;
 }
 
-/* Deletes the services of generation gen (0/1). */
+/* Deletes the services of generation gen. */
 static int delete_services(uint32_t gen)
 {
 	int fd = bpf_map__fd(S.conn->maps.services);
@@ -419,24 +424,61 @@ static int delete_services(uint32_t gen)
 	return rc;
 }
 
+/* A generation programs may still read: active, or retired by a flip that
+ * no completed wait for readers has covered yet. */
+static bool gen_read(uint32_t g)
+{
+	return g == S.active || S.gens[g].retired_at > S.safe;
+}
+
+/* What the generations programs may still read hold: route ids (busy for a
+ * new route; their error listeners stay) and backend ids (their entries
+ * stay). */
+static void in_use(bool routes[MS_ROUTE_SLOTS], bool backends[MS_MAX_BACKENDS])
+{
+	memset(routes, 0, sizeof(bool) * MS_ROUTE_SLOTS);
+	memset(backends, 0, sizeof(bool) * MS_MAX_BACKENDS);
+	for (uint32_t g = 0; g < MS_GENERATIONS; g++) {
+		if (!gen_read(g))
+			continue;
+		for (int r = 0; r < MS_ROUTE_SLOTS; r++)
+			routes[r] |= S.gens[g].route[r];
+		for (int b = 0; b < MS_MAX_BACKENDS; b++)
+			backends[b] |= S.gens[g].backend[b];
+	}
+}
+
+/* What a generation holds, for in_use(). */
+static void gen_holds(uint32_t g, const struct maps_image *img)
+{
+	struct gen_state *s = &S.gens[g];
+
+	for (int r = 0; r < MS_ROUTE_SLOTS; r++)
+		s->route[r] = (img->routes[r].flags & MS_RT_PRESENT) != 0;
+	for (int b = 0; b < MS_MAX_BACKENDS; b++)
+		s->backend[b] = (img->backends[b].flags & MS_BE_PRESENT) != 0;
+}
+
 /*
  * One publish: backends that are present, then routes and services into the
- * generation programs do not read, then one flip of active_gen. What is left
- * of the old generation (its services, the backends that left) is cleared by
- * finish_flip() once no program can still read it; so the services map
- * holds one generation between publishes and at most two during one.
+ * next generation, which no program reads (publish() waits for that), then
+ * one flip of active_gen. What only retired generations use (their
+ * services, backends that left, error listeners of removed routes) is
+ * cleared by clean_retired() once no program can read them any more.
  *
- * Why a grace period after each flip, and not a sequence check or a third
- * generation: a program reads active_gen once and then only that
+ * Why a wait for readers (an RCU grace period) and three generations, and
+ * not a sequence check: a program reads active_gen once and then only that
  * generation, and runs to its end inside the kernel's RCU read side (every
  * non-sleepable BPF program does). Waiting for RCU readers after a flip
  * (quiesce.h) therefore proves that no program still reads the generation
- * the next publish rewrites, however close two publishes land: nothing is
- * ever torn, where a third generation only makes it rarer (three
- * back-to-back publishes) and a sequence check needs barriers and a retry
- * path in every program. The wait (milliseconds, tens under load) runs on
- * the quiesce thread, not on the controller's loop; a topology that comes
- * meanwhile is published when it ends, and a burst of them as one.
+ * it retired, and a generation is rewritten only after such a wait: nothing
+ * is ever torn, however close publishes land. A sequence check would need
+ * barriers and a retry path in every program. The wait (milliseconds, tens
+ * under load) runs on the quiesce thread, not on the controller's loop; the
+ * third generation lets a publish go at once when the one before it is still
+ * being waited for (the generation it writes retired two flips ago), so two
+ * publishes close together (a failover's probe results) never wait. A third
+ * one within the wait is published when it ends, and a burst as one.
  * tests/unit/test_quiesce.c checks the wait on a running program.
  */
 static int write_generation(const struct maps_image *img)
@@ -445,22 +487,21 @@ static int write_generation(const struct maps_image *img)
 	int rt_fd = bpf_map__fd(S.conn->maps.route_sel);
 	int svc_fd = bpf_map__fd(S.conn->maps.services);
 	int gen_fd = bpf_map__fd(S.conn->maps.active_gen);
-	__u32 zero = 0, count = 0, next, gen;
+	__u32 zero = 0, gen = (S.active + 1) % MS_GENERATIONS;
 
-	if (bpf_map_lookup_elem(gen_fd, &zero, &count))
-		count = 0;
-	next = count + 1;
-	gen = next & 1;
-	/* Left by a publish that failed half way, or by a predecessor. */
+	/* Left by an earlier publish, maybe a predecessor's. */
 	if (delete_services(gen))
 		return -1;
 	/* Present backends first (an id is reused only long after it left the
 	 * topology, so an entry in use by
 	 * the active generation keeps its address); removed ones after. */
-	for (__u32 id = 0; id < MS_MAX_BACKENDS; id++)
-		if ((img->backends[id].flags & MS_BE_PRESENT) &&
-		    bpf_map_update_elem(be_fd, &id, &img->backends[id], BPF_ANY))
+	for (__u32 id = 0; id < MS_MAX_BACKENDS; id++) {
+		if (!(img->backends[id].flags & MS_BE_PRESENT))
+			continue;
+		if (bpf_map_update_elem(be_fd, &id, &img->backends[id], BPF_ANY))
 			return -1;
+		S.backend_set[id] = true;
+	}
 	for (__u32 r = 0; r < MS_ROUTE_SLOTS; r++) {
 		__u32 idx = gen * MS_ROUTE_SLOTS + r;
 		if (bpf_map_update_elem(rt_fd, &idx, &img->routes[r], BPF_ANY))
@@ -473,63 +514,78 @@ static int write_generation(const struct maps_image *img)
 			return -1;
 	}
 	/* Everything above is visible before the flip to a program that sees
-	 * the new count (its lookups depend on the value it read). */
+	 * the new generation (its lookups depend on the value it read). */
 	atomic_thread_fence(memory_order_release);
-	if (bpf_map_update_elem(gen_fd, &zero, &next, BPF_ANY))
+	if (bpf_map_update_elem(gen_fd, &zero, &gen, BPF_ANY))
 		return -1;
-	S.after.due = true;
-	S.after.old_gen = gen ^ 1;
-	S.after.t0 = mono_us();
-	for (__u32 id = 0; id < MS_MAX_BACKENDS; id++)
-		S.after.gone[id] = !(img->backends[id].flags & MS_BE_PRESENT);
+	S.flips++;
+	S.gens[S.active].retired_at = S.flips;
+	S.gens[S.active].t0 = mono_us();
+	S.gens[gen].retired_at = 0;
+	gen_holds(gen, img);
+	S.active = gen;
 	return 0;
 }
 
-/* The cleanup of the last flip, once no program can read the old
- * generation: its services, the backends that left, the error listeners of
- * removed routes (closing drops their SOCKMAP entries). */
-static void finish_flip(void)
+/* Once no program can read them: the services of retired generations, the
+ * entries of backends and the error listeners of routes that no generation
+ * a program may read holds (closing drops their SOCKMAP entries). */
+static void clean_retired(void)
 {
 	int be_fd = bpf_map__fd(S.conn->maps.backends);
 	const struct ms_backend none = {0};
+	bool routes[MS_ROUTE_SLOTS], backends[MS_MAX_BACKENDS];
 
-	if (!S.after.due)
-		return;
-	S.after.due = false;
-	log_debug("steer: %llu us from the flip to its cleanup (the wait for readers)",
-	          (unsigned long long)(mono_us() - S.after.t0));
-	if (delete_services(S.after.old_gen))
-		log_warn("steer: delete the old generation's services: %s", strerror(errno));
-	for (__u32 id = 0; id < MS_MAX_BACKENDS; id++)
-		if (S.after.gone[id] && bpf_map_update_elem(be_fd, &id, &none, BPF_ANY))
-			log_warn("steer: clear backend id %u: %s", id, strerror(errno));
-	for (int r = 0; r < MS_ROUTE_SLOTS; r++) {
-		if (!S.after.close_route[r])
+	for (uint32_t g = 0; g < MS_GENERATIONS; g++) {
+		struct gen_state *s = &S.gens[g];
+		if (gen_read(g) || !s->retired_at)
 			continue;
-		S.after.close_route[r] = false;
+		log_debug("steer: generation %u retired %llu us ago has no readers now", g,
+		          (unsigned long long)(mono_us() - s->t0));
+		if (delete_services(g))
+			log_warn("steer: delete generation %u's services: %s", g, strerror(errno));
+		memset(s, 0, sizeof(*s));
+	}
+	in_use(routes, backends);
+	for (__u32 id = 0; id < MS_MAX_BACKENDS; id++) {
+		if (backends[id] || !S.backend_set[id])
+			continue;
+		if (bpf_map_update_elem(be_fd, &id, &none, BPF_ANY))
+			log_warn("steer: clear backend id %u: %s", id, strerror(errno));
+		else
+			S.backend_set[id] = false;
+	}
+	for (int r = 0; r < MS_ROUTE_SLOTS; r++) {
+		if (routes[r] || (errl_fd(S.errl, r) < 0 && errl_fd(S.errl6, r) < 0))
+			continue;
 		errl_close(S.errl, r);
 		errl_close(S.errl6, r);
-		if (S.after.name[r][0])
+		if (S.gone_name[r][0])
 			log_info("steer: route %s removed; its error listeners closed",
-			         S.after.name[r]);
+			         S.gone_name[r]);
+		S.gone_name[r][0] = 0;
 	}
 }
 
-/* After a flip: the wait for readers on the quiesce thread (on_quiesced
- * then finishes), or here if that thread cannot take it. */
-static void wait_then_finish(void)
+/* After a flip: a wait for readers on the quiesce thread (on_quiesced then
+ * cleans), unless one runs (on_quiesced starts the next); here if that
+ * thread cannot take it. */
+static void wait_for_readers(void)
 {
+	if (quiesce_busy(S.quiesce))
+		return;
+	S.wait_from = S.flips;
 	if (!quiesce_start(S.quiesce))
 		return;
 	log_warn("steer: wait for readers on the quiesce thread: %s; waiting here",
 	         strerror(errno));
 	if (quiesce_wait(S.quiesce)) {
-		log_error("steer: wait for readers of the old generation: %s; its cleanup "
-		          "waits for the next publish",
+		log_error("steer: wait for readers of the old generation: %s; it is kept",
 		          strerror(errno));
 		return;
 	}
-	finish_flip();
+	S.safe = S.wait_from;
+	clean_retired();
 }
 
 /* What a previous daemon left published: its backends, and the active
@@ -547,7 +603,10 @@ static int read_image(struct maps_image *img)
 	memset(img, 0, sizeof(*img));
 	if (bpf_map_lookup_elem(gen_fd, &zero, &gen))
 		return -1;
-	gen &= 1;
+	if (gen >= MS_GENERATIONS) {
+		errno = ERANGE;
+		return -1;
+	}
 	for (__u32 id = 0; id < MS_MAX_BACKENDS; id++)
 		if (bpf_map_lookup_elem(be_fd, &id, &img->backends[id]))
 			return -1;
@@ -625,20 +684,12 @@ static int open_listeners(const struct maps_route_ids *ids, struct maps_image *i
 	return 0;
 }
 
-/* The listeners of routes gone from img (prev: the route ids before it),
- * closed by finish_flip once no program can pick them any more. */
-static void listeners_to_close(const struct maps_route_ids *prev, const struct maps_image *img)
+/* Routes of prev that img has not: named when their listeners close. */
+static void note_removed(const struct maps_route_ids *prev, const struct maps_image *img)
 {
-	for (int r = 0; r < MS_ROUTE_SLOTS; r++) {
-		const struct ms_route *rt = &img->routes[r];
-		bool gone = !(rt->flags & MS_RT_PRESENT);
-		if (!gone && !(rt->flags & MS_RT_SPLIT))
-			continue;
-		if (errl_fd(S.errl, r) < 0 && errl_fd(S.errl6, r) < 0)
-			continue;
-		S.after.close_route[r] = true;
-		snprintf(S.after.name[r], sizeof(S.after.name[r]), "%s", gone ? prev->name[r] : "");
-	}
+	for (int r = 0; r < MS_ROUTE_SLOTS; r++)
+		if (prev->name[r][0] && !(img->routes[r].flags & MS_RT_PRESENT))
+			memcpy(S.gone_name[r], prev->name[r], sizeof(S.gone_name[r]));
 }
 
 static void set_reasons(const struct maps_image *img)
@@ -690,13 +741,17 @@ static int republish_adopted(char *err, size_t errlen)
 		goto out;
 	}
 	ids_of_image(img, &S.route_ids);
+	/* What the predecessor's generation holds, as if we had written it. */
+	gen_holds(S.active, img);
+	for (int b = 0; b < MS_MAX_BACKENDS; b++)
+		S.backend_set[b] = S.gens[S.active].backend[b];
 	if (open_listeners(&S.route_ids, img, err, errlen))
 		goto out;
 	if (write_generation(img)) {
 		snprintf(err, errlen, "write maps: %s", strerror(errno));
 		goto out;
 	}
-	wait_then_finish();
+	wait_for_readers();
 	rc = 0;
 out:
 	free(img);
@@ -710,15 +765,17 @@ static void publish(const struct topology *t, void *arg)
 	struct maps_route_ids ids;
 	uint32_t rid[MS_MAX_ROUTES];
 	uint32_t mask[MS_MAX_BACKENDS];
+	bool busy[MS_ROUTE_SLOTS], backends[MS_MAX_BACKENDS];
 	bool closing;
 	size_t nclose = 0;
 	char err[160];
 
 	if (!S.running || !cfg)
 		return;
-	/* The last flip's wait runs: this one goes when it ends (on_quiesced),
-	 * or the newer one that comes meanwhile instead. */
-	if (quiesce_busy(S.quiesce)) {
+	/* The generation to write may still be read: this topology goes when
+	 * the wait for its readers ends (on_quiesced), or a newer one that
+	 * comes meanwhile instead. */
+	if (gen_read((S.active + 1) % MS_GENERATIONS)) {
 		topo_put(S.pending);
 		S.pending = topo_get(t);
 		return;
@@ -742,7 +799,8 @@ static void publish(const struct topology *t, void *arg)
 	}
 	S.adopted = false;
 	img = malloc(sizeof(*img));
-	if (!img || maps_assign_route_ids(&S.route_ids, t, &ids, rid, err, sizeof(err)) ||
+	in_use(busy, backends);
+	if (!img || maps_assign_route_ids(&S.route_ids, busy, t, &ids, rid, err, sizeof(err)) ||
 	    maps_build_image(t, cfg, rid, img, err, sizeof(err)) ||
 	    open_listeners(&ids, img, err, sizeof(err))) {
 		log_error("steer: cannot publish generation %llu: %s",
@@ -759,9 +817,9 @@ static void publish(const struct topology *t, void *arg)
 		return;
 	}
 	set_cfg_flags(true, cfg->reader_policy == READER_POLICY_LEAST_CONN);
-	listeners_to_close(&S.route_ids, img);
+	note_removed(&S.route_ids, img);
 	S.route_ids = ids;
-	wait_then_finish();
+	wait_for_readers();
 	log_debug("steer: published generation %llu", (unsigned long long)t->generation);
 
 	if (closing && S.last)
@@ -775,15 +833,19 @@ static void publish(const struct topology *t, void *arg)
 	S.last = img;
 }
 
-/* The wait after the last flip is over: its cleanup, then the topology that
- * came meanwhile, if any. */
+/* A wait for readers is over: the generations retired before it began
+ * are free. The next wait if flips came meanwhile, the cleanup, then the
+ * topology that waited, if any. */
 static void on_quiesced(void *arg)
 {
 	const struct topology *t = S.pending;
 
 	if (!S.conn)
 		return;
-	finish_flip();
+	S.safe = S.wait_from;
+	if (S.flips > S.safe)
+		wait_for_readers();
+	clean_retired();
 	S.pending = NULL;
 	if (t) {
 		publish(t, NULL);
@@ -931,12 +993,17 @@ static void steer_stop(struct daemon_ctx *d, bool keep)
 		bpf_link__destroy(S.links[i]); /* a pinned link stays attached */
 		S.links[i] = NULL;
 	}
-	/* The last flip's cleanup, if its wait was still running. */
-	if (S.quiesce && S.conn && S.after.due && !quiesce_wait(S.quiesce))
-		finish_flip();
+	/* The cleanup of retired generations whose wait was still running. */
+	if (S.quiesce && S.conn && S.flips > S.safe && !quiesce_wait(S.quiesce)) {
+		S.safe = S.flips;
+		clean_retired();
+	}
 	quiesce_free(S.quiesce);
 	S.quiesce = NULL;
-	S.after.due = false;
+	S.flips = S.safe = S.wait_from = 0;
+	memset(S.gens, 0, sizeof(S.gens));
+	memset(S.backend_set, 0, sizeof(S.backend_set));
+	memset(S.gone_name, 0, sizeof(S.gone_name));
 	topo_put(S.pending);
 	S.pending = NULL;
 	/* Every name mysteer pins here, whichever part or run pinned it. */
@@ -973,6 +1040,8 @@ static void steer_stop(struct daemon_ctx *d, bool keep)
  * flipped just before it died, and no wait followed. */
 static int start_quiesce(char *err, size_t errlen)
 {
+	__u32 zero = 0, gen = 0;
+
 	S.quiesce = quiesce_new(S.d->loop, on_quiesced, NULL, err, errlen);
 	if (!S.quiesce)
 		return -1;
@@ -980,6 +1049,11 @@ static int start_quiesce(char *err, size_t errlen)
 		snprintf(err, errlen, "wait for BPF programs: %s", strerror(errno));
 		return -1;
 	}
+	/* The generation programs read now; the others are free. */
+	if (bpf_map_lookup_elem(bpf_map__fd(S.conn->maps.active_gen), &zero, &gen) ||
+	    gen >= MS_GENERATIONS)
+		gen = 0;
+	S.active = gen;
 	return 0;
 }
 
