@@ -5,13 +5,13 @@ $(BUILD)/connrate: $(BUILD)/obj/tests/bench/connrate.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# classifier bench (helper "cls"): classify-bench runs the classifier and the
+# classifier bench: classify-bench runs the classifier and the
 # PCRE2 baseline in-process; regex-classify is the baseline as a program.
 BINS += $(BUILD)/classify-bench $(BUILD)/regex-classify
 # (fragments under tests/ are read before userspace/: CLASSIFY_OBJS is not
 # set yet here, so the library objects are named)
 $(BUILD)/classify-bench: $(BUILD)/obj/tests/bench/classify_bench.o \
-		$(addprefix $(BUILD)/obj/userspace/classify/,classify.o words.o routines.o)
+		$(addprefix $(BUILD)/obj/userspace/classify/,classify.o fastpath.o words.o routines.o)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 $(BUILD)/regex-classify: $(BUILD)/obj/tests/bench/regex_classify.o

@@ -6,6 +6,8 @@
 #ifndef MYSTEER_CLASSIFY_INT_H
 #define MYSTEER_CLASSIFY_INT_H
 
+#include <stdint.h>
+
 #include "classify/classify.h"
 
 static inline unsigned char cls_lower(unsigned char c)
@@ -22,6 +24,10 @@ bool cls_routines_find(const struct cls_routines *rt, const char *schema, size_t
 /* Whether procedure (schema, name) is in the table and marked tracked. */
 bool cls_routines_tracked(const struct cls_routines *rt, const char *schema, size_t slen,
                           const char *name, size_t nlen);
+
+/* The fast path (fastpath.c): true when it decided, with *out filled as the
+ * full parser would; false hands the statement to the grammar. */
+bool cls_fast_path(const uint8_t *p, const uint8_t *end, struct cls_result *out);
 
 /* The full parser without the fast path: cls_classify must give the same
  * result; the unit tests and the fuzzer check it. */
