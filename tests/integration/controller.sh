@@ -13,7 +13,7 @@ itest_init controller
 INTERVAL=200 TIMEOUT=500 FALL=2
 export ITEST_INTERVAL_MS=$INTERVAL ITEST_TIMEOUT_MS=$TIMEOUT
 export ITEST_PROBE_EXTRA="max_replication_lag_s = 2"
-# fall x interval + timeout, three times over (DESIGN.md: slack for 2 cores)
+# fall x interval + timeout, three times over (slack for 2 loaded cores)
 DOWN_DEADLINE_S=$(((FALL * INTERVAL + TIMEOUT) * 3 / 1000 + 1))
 
 bfield() { status_json | json_get "[b['$2'] for b in d['backends'] if b['name']=='$1'][0]"; }

@@ -19,7 +19,7 @@ NAME=mysteer-test-db
 PERIOD_MS=500 # MYSTEER_TEST_RESOLVE_MS: the re-resolve period (30 s by default)
 INTERVAL=200
 export ITEST_INTERVAL_MS=$INTERVAL ITEST_TIMEOUT_MS=500
-# a period and a probe, three times over (DESIGN.md: slack for 2 cores)
+# a period and a probe, three times over (slack for 2 loaded cores)
 FOLLOW_DEADLINE_S=$(((PERIOD_MS + INTERVAL * 3) * 3 / 1000 + 1))
 
 bfield() { status_json | json_get "[b['$2'] for b in d['backends'] if b['name']=='$1'][0]"; }

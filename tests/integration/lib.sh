@@ -8,7 +8,7 @@
 #   check "3306 is the writer" [ "$(ctl_writer_port)" = 3306 ]
 #   itest_done                     # prints the summary, exits 1 on failures
 #
-# Isolation (DESIGN.md, "Rules that keep machines safe"): the script re-runs
+# Isolation (docs/ARCHITECTURE.md, last section): the script re-runs
 # itself under `unshare --net --mount`, so servers, daemon, sk_lookup and test
 # traffic live in a network namespace made for this test, and a private bpffs
 # is mounted at /sys/fs/bpf in a private mount namespace. A child cgroup is

@@ -35,7 +35,7 @@ int admin_apply(struct admin *a, char *err, size_t errlen);
  * refused with its one-line error and the running config stays. */
 int admin_reload(struct admin *a, char *err, size_t errlen);
 
-/* The status object of DESIGN.md, for the socket and for tests. */
+/* The status object (docs/CLI.md, `status --json`), for the socket and for tests. */
 struct json_object *admin_status_json(struct admin *a);
 /* Handles one request line; returns the reply object (caller puts it). */
 struct json_object *admin_handle(struct admin *a, const char *line);

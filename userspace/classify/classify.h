@@ -7,8 +7,8 @@
  * UTF-8), allocates nothing per statement, is independent of the locale, and
  * runs in time linear in the input with bounded stack.
  *
- * Tokens and the decisions for each statement form are the contract of
- * DESIGN.md ("mysteer-classify").
+ * Tokens and the decisions for each statement form are documented in
+ * docs/CLASSIFIER.md.
  */
 #ifndef MYSTEER_CLASSIFY_H
 #define MYSTEER_CLASSIFY_H

@@ -69,7 +69,7 @@ struct topology {
 	int refs; /* atomic; use topo_get/topo_put */
 };
 
-/* Human-readable names, as in the contract (DESIGN.md). */
+/* Human-readable names, as docs/CLI.md shows them. */
 const char *topo_role_name(enum be_role r);
 const char *topo_health_name(enum be_health h);
 const char *topo_admin_name(enum be_admin a);

@@ -1,5 +1,5 @@
 /*
- * config.h - the mysteer INI configuration (DESIGN.md, "Config").
+ * config.h - the mysteer INI configuration (every key in docs/CONFIG.md).
  *
  * Parsed with libinih and validated whole before anything starts: every
  * problem is one line "FILE:LINE: what is wrong". The struct below holds every

@@ -8,7 +8,7 @@
  * refuses with a one-line reason), saves it after every change, and turns
  * config + overlay into the effective backend list with state_apply().
  *
- * Precedence (DESIGN.md): the config is the base, the overlay wins. A change
+ * Precedence: the config is the base, the overlay wins. A change
  * naming a backend that a reloaded config no longer has is kept but ignored,
  * so that it applies again if the backend comes back; `reset` drops it.
  */

@@ -34,7 +34,7 @@
  *   {"ok":true}                          a change command succeeded
  *   {"ok":true,"writer":..,"backends":[..],"routes":[..], ...}
  *                                        status: the status object of
- *                                        DESIGN.md ("Commands") plus "ok";
+ *                                        docs/CLI.md plus "ok";
  *                                        the server may add keys, e.g.
  *                                        "cgroup" (the steered cgroup as an
  *                                        absolute directory path, "" when

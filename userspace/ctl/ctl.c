@@ -2,7 +2,7 @@
  * ctl.c - mysteerctl (see ctl.h): parse the command line, send one request
  * to mysteerd's admin socket, print the answer.
  *
- * Exit codes are a contract (DESIGN.md): 0 done, 1 refused or failed with a
+ * Exit codes are a contract (docs/CLI.md): 0 done, 1 refused or failed with a
  * one-line reason, 2 usage. Every failure path below ends in exactly one
  * "mysteerctl: ..." line on stderr.
  */

@@ -53,7 +53,7 @@ struct daemon {
 static void usage(void)
 {
 	fprintf(stderr, "usage: mysteerd -c FILE [-f]\n"
-	                "  -c FILE  the config (DESIGN.md, \"Config\")\n"
+	                "  -c FILE  the config (docs/CONFIG.md)\n"
 	                "  -f       stay in the foreground and log to stderr\n");
 }
 

@@ -228,7 +228,7 @@ static int field_index(MYSQL_RES *r, const char *name)
  * A replica whose SQL thread runs and whose IO thread runs or is reconnecting
  * (its primary is gone) still serves reads: it has applied all it received.
  * Its lag is then unknown to the server (NULL); count it as 0 so that reads
- * keep working while there is no writer, as DESIGN.md asks.
+ * keep working while there is no writer, as docs/STEERING.md says.
  */
 static void parse_repl(struct probe *p, MYSQL_RES *r)
 {

@@ -37,7 +37,7 @@
 #include "topo/rules.h"
 
 #define MAX_PENDING 1024
-/* Names are looked up again this often (not a config key, DESIGN.md; tests
+/* Names are looked up again this often (not a config key; tests
  * shorten it with MYSTEER_TEST_RESOLVE_MS). */
 #define RESOLVE_PERIOD_MS 30000
 /* ... and after a failed connect, but not more often than this. */

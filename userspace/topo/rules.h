@@ -1,5 +1,5 @@
 /*
- * rules.h - the topology rules of DESIGN.md as pure functions: which backend
+ * rules.h - the topology rules (docs/STEERING.md) as pure functions: which backend
  * is the writer, which are readers, and the rise/fall hysteresis of health.
  * No I/O, no clock, no globals, so that tests/unit/test_topo.c can check them
  * as a table.
