@@ -5,7 +5,7 @@
  * and serves until SIGTERM or SIGINT. SIGHUP re-reads the topology from the
  * file given with -t (one line "writer=NAME readers=NAME,NAME").
  *
- *   proxy_run -c CONFIG -w WRITER [-r READER,READER] [-t FILE] [-a ADDR]
+ *   proxy_run -c CONFIG -w WRITER [-r READER,READER] [-t FILE]
  */
 #include <netdb.h>
 #include <signal.h>
@@ -102,8 +102,7 @@ static void republish(const struct config *cfg, const char *file)
 
 int main(int argc, char **argv)
 {
-	const char *conf = NULL, *writer = NULL, *readers = NULL, *tfile = NULL,
-	           *addr = "127.0.0.1";
+	const char *conf = NULL, *writer = NULL, *readers = NULL, *tfile = NULL;
 	char err[512];
 	struct config *cfg;
 	struct proxy_engine *e;
@@ -111,7 +110,7 @@ int main(int argc, char **argv)
 	int opt, sig;
 	uint16_t port = 0;
 
-	while ((opt = getopt(argc, argv, "c:w:r:t:a:")) != -1) {
+	while ((opt = getopt(argc, argv, "c:w:r:t:")) != -1) {
 		switch (opt) {
 		case 'c':
 			conf = optarg;
@@ -124,9 +123,6 @@ int main(int argc, char **argv)
 			break;
 		case 't':
 			tfile = optarg;
-			break;
-		case 'a':
-			addr = optarg;
 			break;
 		default:
 			return 2;
@@ -154,7 +150,7 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	e = proxy_engine_start(cfg, addr, port, err, sizeof(err));
+	e = proxy_engine_start(cfg, port, err, sizeof(err));
 	if (!e) {
 		fprintf(stderr, "%s\n", err);
 		return 1;

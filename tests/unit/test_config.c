@@ -80,6 +80,12 @@ START_TEST(test_shipped_config)
 	ck_assert_str_eq(c->cgroup, "auto");
 	ck_assert(c->lookup && c->local_handoff && c->close_on_demote);
 	ck_assert_str_eq(c->relay_address, "127.0.0.1");
+	ck_assert_uint_eq(c->nbinds, 2);
+	ck_assert_int_eq(c->binds[0].ss_family, AF_INET);
+	ck_assert_uint_eq(((struct sockaddr_in *)&c->binds[0])->sin_addr.s_addr,
+	                  htonl(INADDR_LOOPBACK));
+	ck_assert_int_eq(c->binds[1].ss_family, AF_INET6);
+	ck_assert(IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&c->binds[1])->sin6_addr));
 	ck_assert_int_eq(c->read_your_writes, RYW_GTID);
 	ck_assert_uint_eq(c->max_packet_size, 16777216u);
 	ck_assert_int_eq(c->client_packet_timeout_ms, 30000);
@@ -139,6 +145,9 @@ START_TEST(test_full_config)
 	ck_assert_int_eq(c->reader_policy, READER_POLICY_LEAST_CONN);
 	ck_assert_str_eq(c->relay_address, "::1");
 	ck_assert_int_eq(c->workers, 3);
+	ck_assert_uint_eq(c->nbinds, 2);
+	ck_assert_uint_eq(((struct sockaddr_in *)&c->binds[0])->sin_addr.s_addr, INADDR_ANY);
+	ck_assert(IN6_IS_ADDR_UNSPECIFIED(&((struct sockaddr_in6 *)&c->binds[1])->sin6_addr));
 	ck_assert_uint_eq(c->max_packet_size, 16777216u);
 	ck_assert_int_eq(c->client_packet_timeout_ms, 1500);
 	ck_assert_int_eq(c->client_idle_timeout_s, 600);
@@ -162,7 +171,7 @@ START_TEST(test_full_config)
 	b = config_find_backend(c, "b");
 	ck_assert_int_eq(b->port, 3306);
 	ck_assert_int_eq(b->priority, 100);
-	ck_assert_int_eq(b->line, 58);
+	ck_assert_int_eq(b->line, 59);
 
 	const struct config_user *u = config_find_user(c, "h");
 	uint8_t want[20];
@@ -180,6 +189,12 @@ START_TEST(test_minimal_defaults)
 	ck_assert_msg(c, "%s", errbuf);
 	ck_assert_uint_eq(c->nroutes, 3);
 	ck_assert_int_eq(config_find_route(c, "split")->port, 6450);
+	/* 6450 listens on loopback unless told otherwise */
+	ck_assert_uint_eq(c->nbinds, 2);
+	ck_assert_int_eq(c->binds[0].ss_family, AF_INET);
+	ck_assert_uint_eq(((struct sockaddr_in *)&c->binds[0])->sin_addr.s_addr,
+	                  htonl(INADDR_LOOPBACK));
+	ck_assert(IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&c->binds[1])->sin6_addr));
 	ck_assert_int_eq(c->backends[0].port, 3306);
 	ck_assert_uint_eq(c->nusers, 0);
 	config_free(c);
@@ -251,6 +266,13 @@ static const struct bad bad_configs[] = {
     {BE "[steer]\nvip = 127.0.0.1, 300.1.1.1\n", 4, "vip: bad address \"300.1.1.1\""},
     {BE "[steer]\nvip = example.com\n", 4, "vip: bad address"},
     {BE "[steer]\nrelay_address = here\n", 4, "relay_address: bad address"},
+    {BE "[proxy]\nbind =\n", 4, "bind: no address"},
+    {BE "[proxy]\nbind = ,\n", 4, "bind: no address"},
+    {BE "[proxy]\nbind = 127.0.0.1, localhost\n", 4, "bind: bad address \"localhost\""},
+    {BE "[proxy]\nbind = ::1, 0:0::1\n", 4, "bind: address \"0:0::1\" given twice"},
+    {BE "[proxy]\nbind = 1.1.1.1,1.1.1.2,1.1.1.3,1.1.1.4,1.1.1.5,1.1.1.6,1.1.1.7,1.1.1.8,"
+        "1.1.1.9,1.1.1.10,1.1.1.11,1.1.1.12,1.1.1.13,1.1.1.14,1.1.1.15,1.1.1.16,1.1.1.17\n",
+     4, "bind: more than 16 addresses"},
     {BE "[user:u]\npassword_hash = 6BB4837EB74329105EE4568DDA7DC67ED2CA2AD9\n", 4,
      "password_hash: bad hash"},
     {BE "[user:u]\npassword_hash = *6BB4837EB74329105EE4568DDA7DC67ED2CA2AD\n", 4,

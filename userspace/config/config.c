@@ -174,14 +174,16 @@ static char *trim(char *s)
 	return s;
 }
 
-static bool parse_vips(struct pctx *p, const char *value)
+/* A list of IP addresses ("a, b"): [steer] vip, [proxy] bind. */
+static bool parse_addrs(struct pctx *p, const char *key, const char *value,
+                        struct sockaddr_storage *out, size_t max, size_t *n)
 {
 	char buf[1024];
 	char *save = NULL, *tok;
 
-	p->c->nvips = 0;
+	*n = 0;
 	if (!copy_str(buf, sizeof(buf), value)) {
-		fail(p, p->line, "vip: value too long");
+		fail(p, p->line, "%s: value too long", key);
 		return false;
 	}
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -189,16 +191,21 @@ static bool parse_vips(struct pctx *p, const char *value)
 
 		if (!*a)
 			continue;
-		if (p->c->nvips == CONFIG_MAX_VIPS) {
-			fail(p, p->line, "vip: more than %d addresses", CONFIG_MAX_VIPS);
+		if (*n == max) {
+			fail(p, p->line, "%s: more than %zu addresses", key, max);
 			return false;
 		}
-		if (!parse_ip(a, &p->c->vips[p->c->nvips])) {
-			fail(p, p->line, "vip: bad address \"%s\" (want IPv4 or IPv6 addresses)",
-			     a);
+		if (!parse_ip(a, &out[*n])) {
+			fail(p, p->line, "%s: bad address \"%s\" (want IPv4 or IPv6 addresses)",
+			     key, a);
 			return false;
 		}
-		p->c->nvips++;
+		for (size_t i = 0; i < *n; i++)
+			if (!memcmp(&out[i], &out[*n], sizeof(out[i]))) {
+				fail(p, p->line, "%s: address \"%s\" given twice", key, a);
+				return false;
+			}
+		(*n)++;
 	}
 	return true;
 }
@@ -241,6 +248,7 @@ enum ktype {
 	K_RPOL,
 	K_RYW,
 	K_VIP,
+	K_BIND,
 	K_IP,
 	K_SECRET
 };
@@ -282,6 +290,7 @@ static const struct keydef keydefs[] = {
     {SEC_STEER, "close_on_demote", K_BOOL, F(close_on_demote), 0, 0},
     {SEC_STEER, "relay_address", K_IP, F(relay_address), 0, 0},
 
+    {SEC_PROXY, "bind", K_BIND, 0, 0, 0, 0},
     {SEC_PROXY, "workers", K_INT, F(workers), 0, 1024},
     {SEC_PROXY, "max_client_connections", K_INT, F(max_client_connections), 1, 10000000},
     {SEC_PROXY, "handshake_timeout_ms", K_INT, F(handshake_timeout_ms), 1, 3600000},
@@ -385,7 +394,16 @@ static bool set_fixed(struct pctx *p, const struct keydef *k, const char *value)
 	case K_RYW:
 		return set_enum(p, k->key, value, ryw_names, NELEM(ryw_names), dst);
 	case K_VIP:
-		return parse_vips(p, value);
+		return parse_addrs(p, k->key, value, p->c->vips, CONFIG_MAX_VIPS, &p->c->nvips);
+	case K_BIND:
+		if (!parse_addrs(p, k->key, value, p->c->binds, CONFIG_MAX_BINDS, &p->c->nbinds))
+			return false;
+		if (!p->c->nbinds) {
+			fail(p, p->line, "%s: no address (want a list such as 127.0.0.1, ::1)",
+			     k->key);
+			return false;
+		}
+		return true;
 	}
 	return false;
 }
@@ -733,6 +751,9 @@ static void set_defaults(struct config *c)
 	c->close_on_demote = true;
 	strcpy(c->relay_address, "127.0.0.1");
 
+	parse_ip("127.0.0.1", &c->binds[0]);
+	parse_ip("::1", &c->binds[1]);
+	c->nbinds = 2;
 	c->workers = 0;
 	c->max_client_connections = 10000;
 	c->handshake_timeout_ms = 5000;

@@ -16,6 +16,8 @@
 #include "common/topology.h"
 
 #define CONFIG_MAX_VIPS 16
+/* [proxy] bind: the addresses the 6450 proxy listens on */
+#define CONFIG_MAX_BINDS 16
 /* [route:] sections: what the eBPF maps hold (MS_MAX_ROUTES). */
 #define CONFIG_MAX_ROUTES 8
 
@@ -82,6 +84,8 @@ struct config {
 	char relay_address[64];
 
 	/* [proxy] */
+	struct sockaddr_storage binds[CONFIG_MAX_BINDS]; /* port 0: the split route's */
+	size_t nbinds;
 	int workers; /* 0: one per core */
 	int max_client_connections, handshake_timeout_ms;
 	uint32_t max_packet_size;

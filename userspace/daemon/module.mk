@@ -10,3 +10,4 @@ $(BUILD)/mysteerd:
 # The whole daemon under ASan/UBSan with hostile clients: runs
 # $(BUILD)/asan/mysteerd, which `make test` builds first (asan-bins).
 INTEG_TESTS += tests/integration/asan_daemon.sh
+INTEG_TESTS += tests/integration/exposure.sh

@@ -892,8 +892,9 @@ static bool out_of_fds(struct worker *w)
 	if (!w->accept_paused) {
 		log_warn("proxy: accept: %s: new connections wait", strerror(EMFILE));
 		w->accept_paused = true;
-		if (epoll_ctl(w->ep, EPOLL_CTL_DEL, w->lfd, NULL) < 0)
-			log_warn("proxy: pausing the listener: %s", strerror(errno));
+		for (int i = 0; i < w->nls; i++)
+			if (epoll_ctl(w->ep, EPOLL_CTL_DEL, w->ls[i].fd, NULL) < 0)
+				log_warn("proxy: pausing the listener: %s", strerror(errno));
 	}
 	return false;
 }
@@ -903,8 +904,9 @@ void accept_resume(struct worker *w)
 	if (!w->accept_paused)
 		return;
 	w->accept_paused = false;
-	if (ep_add(w, w->lfd, EPOLLIN, &w->ltype) < 0)
-		log_warn("proxy: resuming the listener: %s", strerror(errno));
+	for (int i = 0; i < w->nls; i++)
+		if (ep_add(w, w->ls[i].fd, EPOLLIN, &w->ls[i]) < 0)
+			log_warn("proxy: resuming the listener: %s", strerror(errno));
 }
 
 /* A connection beyond max_client_connections, or beyond the worker's share
@@ -933,7 +935,7 @@ static bool admit(struct worker *w, int fd)
  * cost a failing accept4 on most wakeups (connection storms are one
  * connection per wakeup). TCP_NODELAY comes from the listener.
  */
-void accept_clients(struct worker *w)
+void accept_clients(struct worker *w, struct listener *l)
 {
 	struct proxy_engine *e = w->e;
 	struct sockaddr_storage ss;
@@ -942,7 +944,7 @@ void accept_clients(struct worker *w)
 	int fd;
 
 	do
-		fd = accept4(w->lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		fd = accept4(l->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	while (fd < 0 &&
 	       (errno == EINTR || ((errno == EMFILE || errno == ENFILE) && out_of_fds(w))));
 	if (fd < 0) {

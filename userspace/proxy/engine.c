@@ -120,7 +120,7 @@ static void *worker_main(void *arg)
 
 			switch (*t) {
 			case EV_LISTEN:
-				accept_clients(w);
+				accept_clients(w, (struct listener *)t);
 				break;
 			case EV_WAKE:
 				if (read(w->wakefd, &v, sizeof(v)) < 0)
@@ -164,25 +164,23 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-static int listen_on(const char *addr, uint16_t port, char *err, size_t errlen)
+/* A listening socket on addr (its port replaced by port). An IPv6 one takes
+ * IPv6 alone: "::" and "0.0.0.0" are two entries of [proxy] bind. */
+static int listen_on(const struct sockaddr_storage *addr, uint16_t port, char *err, size_t errlen)
 {
-	struct sockaddr_storage ss = {0};
-	struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
-	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+	struct sockaddr_storage ss = *addr;
 	socklen_t sl;
-	int fd, one = 1, zero = 0;
+	int fd, one = 1;
+	char text[INET6_ADDRSTRLEN] = "?";
 
-	if (inet_pton(AF_INET, addr, &s4->sin_addr) == 1) {
-		s4->sin_family = AF_INET;
-		s4->sin_port = htons(port);
-		sl = sizeof(*s4);
-	} else if (inet_pton(AF_INET6, addr, &s6->sin6_addr) == 1) {
-		s6->sin6_family = AF_INET6;
-		s6->sin6_port = htons(port);
-		sl = sizeof(*s6);
+	if (ss.ss_family == AF_INET) {
+		((struct sockaddr_in *)&ss)->sin_port = htons(port);
+		sl = sizeof(struct sockaddr_in);
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, text, sizeof(text));
 	} else {
-		snprintf(err, errlen, "proxy: bad listen address %s", addr);
-		return -1;
+		((struct sockaddr_in6 *)&ss)->sin6_port = htons(port);
+		sl = sizeof(struct sockaddr_in6);
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, text, sizeof(text));
 	}
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
@@ -190,14 +188,45 @@ static int listen_on(const char *addr, uint16_t port, char *err, size_t errlen)
 	    /* accepted clients inherit it: no setsockopt per connection */
 	    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0 ||
 	    (ss.ss_family == AF_INET6 &&
-	     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero)) < 0) ||
+	     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0) ||
 	    bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 4096) < 0) {
-		snprintf(err, errlen, "proxy: listen on [%s]:%u: %s", addr, port, strerror(errno));
+		int e = errno;
+
+		snprintf(err, errlen, "proxy: listen on [%s]:%u ([proxy] bind): %s", text, port,
+		         strerror(e));
 		if (fd >= 0)
 			close(fd);
+		errno = e;
 		return -1;
 	}
 	return fd;
+}
+
+/* The [proxy] bind addresses that this host can listen on: an IPv6 one on a
+ * host without IPv6 is left out with a warning (the default lists ::1), as
+ * long as another one remains. Probed once, before the workers. */
+static int usable_binds(const struct config *cfg, uint16_t port, bool *use, char *err,
+                        size_t errlen)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < cfg->nbinds; i++) {
+		int fd = listen_on(&cfg->binds[i], port, err, errlen);
+
+		use[i] = fd >= 0;
+		if (fd >= 0) {
+			close(fd);
+			n++;
+		} else if (cfg->binds[i].ss_family == AF_INET6 && errno == EAFNOSUPPORT) {
+			log_warn("%s: left out", err);
+		} else {
+			return -1;
+		}
+	}
+	if (!n)
+		return -1;
+	err[0] = '\0';
+	return 0;
 }
 
 /*
@@ -285,8 +314,8 @@ void proxy_engine_stop(struct proxy_engine *e)
 		rt_snap_put(w->rt);
 		ghosts_free(w);
 		users_put(w->users);
-		if (w->lfd >= 0)
-			close(w->lfd);
+		for (int j = 0; j < w->nls; j++)
+			close(w->ls[j].fd);
 		if (w->wakefd >= 0)
 			close(w->wakefd);
 		if (w->ep >= 0)
@@ -298,15 +327,14 @@ void proxy_engine_stop(struct proxy_engine *e)
 	free(e);
 }
 
-static int worker_init(struct worker *w, struct proxy_engine *e, const char *addr, uint16_t port,
-                       char *err, size_t errlen)
+static int worker_init(struct worker *w, struct proxy_engine *e, const struct config *cfg,
+                       const bool *use, uint16_t port, char *err, size_t errlen)
 {
 	w->e = e;
 	/* connections not logged in may hold half of max_client_connections */
 	w->pre_max = e->max_clients / 2 / e->nworkers;
 	if (w->pre_max < 1)
 		w->pre_max = 1;
-	w->ltype = EV_LISTEN;
 	w->wtype = EV_WAKE;
 	w->rnd = (unsigned)(now_ms() ^ (uintptr_t)w);
 	w->ep = epoll_create1(EPOLL_CLOEXEC);
@@ -321,11 +349,22 @@ static int worker_init(struct worker *w, struct proxy_engine *e, const char *add
 		snprintf(err, errlen, "proxy: out of memory");
 		return -1;
 	}
-	w->lfd = listen_on(addr, port, err, errlen);
-	if (w->lfd < 0)
-		return -1;
-	if (ep_add(w, w->lfd, EPOLLIN, &w->ltype) < 0 ||
-	    ep_add(w, w->wakefd, EPOLLIN, &w->wtype) < 0) {
+	for (size_t i = 0; i < cfg->nbinds; i++) {
+		struct listener *l = &w->ls[w->nls];
+
+		if (!use[i])
+			continue;
+		l->type = EV_LISTEN;
+		l->fd = listen_on(&cfg->binds[i], port, err, errlen);
+		if (l->fd < 0)
+			return -1;
+		w->nls++;
+		if (ep_add(w, l->fd, EPOLLIN, l) < 0) {
+			snprintf(err, errlen, "proxy: epoll_ctl: %s", strerror(errno));
+			return -1;
+		}
+	}
+	if (ep_add(w, w->wakefd, EPOLLIN, &w->wtype) < 0) {
 		snprintf(err, errlen, "proxy: epoll_ctl: %s", strerror(errno));
 		return -1;
 	}
@@ -356,12 +395,16 @@ static void raise_nofile(const struct config *cfg)
 		         (unsigned long long)rl.rlim_max, cfg->max_client_connections);
 }
 
-struct proxy_engine *proxy_engine_start(const struct config *cfg, const char *addr, uint16_t port,
-                                        char *err, size_t errlen)
+struct proxy_engine *proxy_engine_start(const struct config *cfg, uint16_t port, char *err,
+                                        size_t errlen)
 {
-	struct proxy_engine *e = calloc(1, sizeof(*e));
+	struct proxy_engine *e;
 	int n = cfg->workers > 0 ? cfg->workers : get_nprocs();
+	bool use[CONFIG_MAX_BINDS];
 
+	if (usable_binds(cfg, port, use, err, errlen) < 0)
+		return NULL;
+	e = calloc(1, sizeof(*e));
 	if (!e) {
 		snprintf(err, errlen, "proxy: out of memory");
 		return NULL;
@@ -389,14 +432,14 @@ struct proxy_engine *proxy_engine_start(const struct config *cfg, const char *ad
 	e->routines = rt_loader_start(cfg->probe_user, cfg->probe_password,
 	                              (unsigned)(cfg->interval_ms > 0 ? cfg->interval_ms : 1000));
 	for (int i = 0; i < n; i++) {
-		e->workers[i].ep = e->workers[i].lfd = e->workers[i].wakefd = -1;
+		e->workers[i].ep = e->workers[i].wakefd = -1;
 		/* before any thread starts: the others read it */
 		for (int id = 0; id < PROXY_MAX_IDS; id++)
 			atomic_init(&e->workers[i].oldest[id], WAIT_NONE);
 	}
 	for (int i = 0; i < n; i++) {
 		struct worker *w = &e->workers[i];
-		if (worker_init(w, e, addr, port, err, errlen) < 0) {
+		if (worker_init(w, e, cfg, use, port, err, errlen) < 0) {
 			proxy_engine_stop(e);
 			return NULL;
 		}
@@ -408,7 +451,19 @@ struct proxy_engine *proxy_engine_start(const struct config *cfg, const char *ad
 		thread_name(w->th, "mysteer-proxy%d", i);
 		w->started = true;
 	}
-	log_info("proxy: listening on [%s]:%u with %d worker(s)", addr, port, n);
+	for (size_t i = 0; i < cfg->nbinds; i++) {
+		char text[INET6_ADDRSTRLEN] = "?";
+		const struct sockaddr_storage *a = &cfg->binds[i];
+
+		if (!use[i])
+			continue;
+		inet_ntop(a->ss_family,
+		          a->ss_family == AF_INET
+		              ? (const void *)&((const struct sockaddr_in *)a)->sin_addr
+		              : (const void *)&((const struct sockaddr_in6 *)a)->sin6_addr,
+		          text, sizeof(text));
+		log_info("proxy: listening on [%s]:%u with %d worker(s)", text, port, n);
+	}
 	return e;
 }
 

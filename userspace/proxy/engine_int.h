@@ -387,12 +387,20 @@ struct proxy_engine {
 	struct proxy_routines *routines;
 };
 
+/* One listening socket of a worker: an address of [proxy] bind. */
+struct listener {
+	enum ev_type type; /* EV_LISTEN: first, the epoll tag */
+	int fd;
+};
+
 struct worker {
 	struct proxy_engine *e;
 	pthread_t th;
 	bool started;
-	int ep, lfd, wakefd;
-	enum ev_type ltype, wtype;
+	int ep, wakefd;
+	struct listener ls[CONFIG_MAX_BINDS];
+	int nls;
+	enum ev_type wtype;
 	struct client *clients;
 	/* clients not logged in yet, oldest first: past pre_max the oldest
 	 * makes room for a new connection (client.c, accept_clients) */
@@ -692,7 +700,7 @@ void cmd_fail(struct client *c, uint16_t code, const char *msg);
 void cmd_fail_state(struct client *c, uint16_t code, const char *sqlstate, const char *msg);
 void client_process(struct client *c);
 void client_event(struct client *c, uint32_t events);
-void accept_clients(struct worker *w);
+void accept_clients(struct worker *w, struct listener *l);
 void accept_resume(struct worker *w);
 
 #endif

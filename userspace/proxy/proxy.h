@@ -20,10 +20,10 @@ extern const struct service_ops proxy_service;
 
 struct proxy_engine;
 
-/* Starts workers listening on port of addr ("127.0.0.1", "0.0.0.0", "::").
+/* Starts workers listening on port of each [proxy] bind address of cfg.
  * Copies what it needs from cfg (users, limits). NULL with err on failure. */
-struct proxy_engine *proxy_engine_start(const struct config *cfg, const char *addr, uint16_t port,
-                                        char *err, size_t errlen);
+struct proxy_engine *proxy_engine_start(const struct config *cfg, uint16_t port, char *err,
+                                        size_t errlen);
 /* Applies the reloadable keys (read_your_writes*, pool_*, reader_policy). */
 void proxy_engine_reload(struct proxy_engine *e, const struct config *cfg);
 void proxy_engine_stop(struct proxy_engine *e);

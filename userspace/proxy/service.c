@@ -25,10 +25,7 @@ static int proxy_start(struct daemon_ctx *d, char *err, size_t errlen)
 
 	if (!r)
 		return 0;
-	/* "::" takes IPv4 too (IPV6_V6ONLY off); without IPv6, IPv4 alone. */
-	engine = proxy_engine_start(d->cfg, "::", r->port, err, errlen);
-	if (!engine)
-		engine = proxy_engine_start(d->cfg, "0.0.0.0", r->port, err, errlen);
+	engine = proxy_engine_start(d->cfg, r->port, err, errlen);
 	return engine ? 0 : -1;
 }
 
