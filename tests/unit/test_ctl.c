@@ -14,7 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "ctl/admin_proto.h"
+#include "common/admin_proto.h"
 #include "ctl/ctl.h"
 
 static char err[600];

@@ -26,7 +26,7 @@
 #include "common/evloop.h"
 #include "common/log.h"
 #include "common/testenv.h"
-#include "ctl/admin_proto.h"
+#include "common/admin_proto.h"
 #include "topo/controller.h"
 
 struct admin {

@@ -1,5 +1,5 @@
 /*
- * admin.h - the admin socket of mysteerd (protocol in ctl/admin_proto.h) and
+ * admin.h - the admin socket of mysteerd (protocol in common/admin_proto.h) and
  * what its commands act on: the state overlay (config/state.h), the config
  * (reload) and the controller. Runs on the controller's loop thread, so a
  * command and a probe result never interleave.
@@ -11,7 +11,7 @@
 
 #include "config/config.h"
 #include "config/state.h"
-#include "daemon/service.h"
+#include "common/service.h"
 
 struct controller;
 struct admin;

@@ -23,9 +23,9 @@
 
 #include "common/log.h"
 #include "config/config.h"
-#include "ctl/admin_proto.h"
+#include "common/admin_proto.h"
 #include "maps/leftover.h"
-#include "maps/maps.h"
+#include "maps/dump.h"
 
 /* Long enough for a reload on a loaded machine; a hung daemon still ends. */
 #define CTL_TIMEOUT_S 15

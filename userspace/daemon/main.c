@@ -22,7 +22,7 @@
 #include "common/log.h"
 #include "config/config.h"
 #include "config/state.h"
-#include "daemon/service.h"
+#include "common/service.h"
 #include "maps/maps.h"
 #include "proxy/proxy.h"
 #include "relay/lookup.h"

@@ -2,7 +2,9 @@
  * dump.c - `mysteerctl maps`: reads the maps pinned under bpffs_dir directly,
  * so it works with the daemon down (what a SIGKILLed daemon left steering).
  */
-#include "maps/maps.h"
+#include "maps/dump.h"
+
+#include "mysteer_abi.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -20,7 +20,7 @@
 #include "mysteer_abi.h"
 #include "common/topology.h"
 #include "config/config.h"
-#include "daemon/service.h"
+#include "common/service.h"
 
 struct maps_service_entry {
 	struct ms_service_key key; /* key.gen 0: the publisher sets it */
@@ -87,10 +87,6 @@ size_t maps_close_mask(const struct maps_image *old, const struct topology *cur,
  */
 size_t maps_close_mask_adopted(const struct maps_image *old, const struct topology *cur,
                                const struct maps_image *new_img, uint32_t mask[MS_MAX_BACKENDS]);
-
-/* Dumps the maps pinned under bpffs_dir (daemon up or down). Returns 0, or -1
- * with a one-line reason written to out. */
-int maps_dump(const char *bpffs_dir, bool json, FILE *out);
 
 /* The MySQL ERR packet the error listener sends (sequence 0), into buf.
  * Returns its length. */

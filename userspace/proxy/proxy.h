@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "config/config.h"
-#include "daemon/service.h"
+#include "common/service.h"
 
 extern const struct service_ops proxy_service;
 

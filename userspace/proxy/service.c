@@ -1,5 +1,5 @@
 /*
- * service.c - plugs the 6450 proxy engine into mysteerd (daemon/service.h):
+ * service.c - plugs the 6450 proxy engine into mysteerd (common/service.h):
  * started when the config has a route of role split, on that route's port.
  * The engine pointer is this module's own state.
  */

@@ -9,7 +9,7 @@
 #ifndef MYSTEER_LOOKUP_H
 #define MYSTEER_LOOKUP_H
 
-#include "daemon/service.h"
+#include "common/service.h"
 #include "mysteer_abi.h"
 
 /* Pinned link name under bpffs_dir. */

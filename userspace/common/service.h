@@ -12,8 +12,8 @@
 #include <stdint.h>
 
 #include "common/topology.h"
-#include "config/config.h"
 
+struct config;
 struct evloop;
 struct json_object;
 
