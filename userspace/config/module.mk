@@ -5,6 +5,6 @@ DAEMON_OBJS += $(CONFIG_OBJS)
 
 UNIT_TESTS += $(BUILD)/tests/test_config
 $(BUILD)/tests/test_config: $(BUILD)/obj/tests/unit/test_config.o $(CONFIG_OBJS) \
-		$(BUILD)/obj/userspace/common/log.o
+		$(BUILD)/obj/userspace/common/log.o $(BUILD)/obj/userspace/common/io.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)

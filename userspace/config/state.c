@@ -24,6 +24,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/io.h"
+
 #define STATE_VERSION 1
 
 static const char *const admin_names[] = {"enabled", "drained", "disabled"};
@@ -465,21 +467,6 @@ static int ensure_dir(const char *path, char *dir, size_t dirlen)
 	return 0;
 }
 
-static int write_all(int fd, const char *s, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, s, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		s += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static int write_file(const char *path, const char *dir, const char *text, char *err, size_t errlen)
 {
 	char tmp[PATH_MAX];
@@ -490,7 +477,7 @@ static int write_file(const char *path, const char *dir, const char *text, char 
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)
 		return errf(err, errlen, "%s: cannot create temp file: %s", path, strerror(errno));
-	if (fchmod(fd, 0600) || write_all(fd, text, strlen(text)) || fsync(fd)) {
+	if (fchmod(fd, 0600) || io_write_all(fd, text, strlen(text)) || fsync(fd)) {
 		e = errno;
 		close(fd);
 		unlink(tmp);

@@ -21,6 +21,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 
+#include "common/io.h"
 #include "common/log.h"
 #include "config/config.h"
 #include "common/admin_proto.h"
@@ -329,21 +330,6 @@ json_object *ctl_build_request(const struct ctl_request *req)
 	return o;
 }
 
-static int send_all(int fd, const char *s, size_t n)
-{
-	while (n) {
-		ssize_t w = send(fd, s, n, MSG_NOSIGNAL);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		s += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Reads the reply line (or up to EOF). NUL-terminated, malloc'ed. */
 static char *recv_reply(int fd, char *err, size_t errlen)
 {
@@ -419,7 +405,7 @@ int ctl_call(const char *socket_path, json_object *request, json_object **reply,
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	text = json_object_to_json_string_ext(request, JSON_C_TO_STRING_PLAIN);
-	if (send_all(fd, text, strlen(text)) || send_all(fd, "\n", 1)) {
+	if (io_write_all(fd, text, strlen(text)) || io_write_all(fd, "\n", 1)) {
 		int e = errno;
 
 		close(fd);

@@ -1,8 +1,9 @@
 # ctl: mysteerctl, the control CLI (admin socket client). It links the config
-# (to find admin_socket with -c FILE), the log module, maps_dump (`maps`) and
+# (to find admin_socket with -c FILE), the log and io modules, maps_dump (`maps`) and
 # leftover.c (`detach`), named by path: userspace/maps/module.mk is read after
 # this one.
 CTL_OBJS := $(BUILD)/obj/userspace/ctl/ctl.o $(CONFIG_OBJS) $(BUILD)/obj/userspace/common/log.o \
+	    $(BUILD)/obj/userspace/common/io.o \
 	    $(BUILD)/obj/userspace/maps/dump.o $(BUILD)/obj/userspace/maps/leftover.o
 
 BINS += $(BUILD)/mysteerctl

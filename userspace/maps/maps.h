@@ -88,6 +88,10 @@ size_t maps_close_mask(const struct maps_image *old, const struct topology *cur,
 size_t maps_close_mask_adopted(const struct maps_image *old, const struct topology *cur,
                                const struct maps_image *new_img, uint32_t mask[MS_MAX_BACKENDS]);
 
+/* Mounts bpffs at /sys/fs/bpf when it is not (Debian does not at boot) and
+ * makes dir there. Returns 0, or -1 with a one-line reason in err. */
+int maps_prepare_bpffs(const char *dir, char *err, size_t errlen);
+
 /* The MySQL ERR packet the error listener sends (sequence 0), into buf.
  * Returns its length. */
 size_t maps_err_packet(uint8_t *buf, size_t len, uint16_t code, const char *msg);

@@ -44,6 +44,7 @@
 #include <sys/socket.h>
 
 #include "common/evloop.h"
+#include "common/io.h"
 #include "common/log.h"
 #include "maps/errlisten.h"
 #include "maps/leftover.h"
@@ -104,25 +105,8 @@ struct steer {
 
 static struct steer S = {.cgroup_fd = -1, .lock_fd = -1, .counters_fd = -1};
 
-static int mkdir_p(const char *path, mode_t mode)
-{
-	char tmp[4096];
-
-	if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp))
-		return -1;
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(tmp, mode) && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	return mkdir(tmp, mode) && errno != EEXIST ? -1 : 0;
-}
-
 /* bpffs is not mounted at boot on Debian: mount it, then make our folder. */
-static int prepare_bpffs(const char *dir, char *err, size_t errlen)
+int maps_prepare_bpffs(const char *dir, char *err, size_t errlen)
 {
 	struct statfs st;
 
@@ -133,7 +117,7 @@ static int prepare_bpffs(const char *dir, char *err, size_t errlen)
 		}
 		log_info("mounted bpffs at /sys/fs/bpf");
 	}
-	if (mkdir_p(dir, 0700)) {
+	if (io_mkdir_p(dir, 0700)) {
 		snprintf(err, errlen, "bpffs_dir %s: %s", dir, strerror(errno));
 		return -1;
 	}
@@ -1097,7 +1081,7 @@ static int steer_start(struct daemon_ctx *d, char *err, size_t errlen)
 		snprintf(err, errlen, "SO_NETNS_COOKIE: %s", strerror(errno));
 		return -1;
 	}
-	if (prepare_bpffs(S.pin_dir, err, errlen) ||
+	if (maps_prepare_bpffs(S.pin_dir, err, errlen) ||
 	    leftover_lock(S.pin_dir, &S.lock_fd, err, errlen)) {
 		steer_stop(d, true);
 		return -1;

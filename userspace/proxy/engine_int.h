@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "classify/classify.h"
+#include "common/evloop.h"
 #include "common/log.h"
 #include "common/retry.h"
 #include "common/topology.h"
@@ -532,12 +533,11 @@ static inline int buf_put_packet(struct buf *b, uint8_t seq, const uint8_t *p, s
 
 /* ---- small helpers ---- */
 
+/* The event loop's monotonic clock (evloop.h), under the name the engine's
+ * files use. */
 static inline uint64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return mono_ms();
 }
 
 static inline int ep_add(struct worker *w, int fd, uint32_t events, void *ptr)

@@ -113,43 +113,6 @@ static void handoff_tried(struct slot *s, uint32_t port, bool ok)
 /* Relay listener key of a backend's IPv6 listener. */
 #define RELAY6 0x80000000u
 
-static int mkdir_p(const char *path)
-{
-	char buf[4096];
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(buf, 0700) && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	return mkdir(buf, 0700) && errno != EEXIST ? -1 : 0;
-}
-
-/* steer_service does this too when it runs; lookup may run without it. */
-static int prepare_bpffs(const char *dir, char *err, size_t errlen)
-{
-	struct statfs fs;
-
-	if ((statfs("/sys/fs/bpf", &fs) || fs.f_type != BPF_FS_MAGIC) &&
-	    mount("bpf", "/sys/fs/bpf", "bpf", 0, NULL)) {
-		snprintf(err, errlen, "mount bpffs at /sys/fs/bpf: %s", strerror(errno));
-		return -1;
-	}
-	if (mkdir_p(dir)) {
-		snprintf(err, errlen, "bpffs_dir %s: %s", dir, strerror(errno));
-		return -1;
-	}
-	if (statfs(dir, &fs) || fs.f_type != BPF_FS_MAGIC) {
-		snprintf(err, errlen, "bpffs_dir %s is not on a bpf filesystem", dir);
-		return -1;
-	}
-	return 0;
-}
-
 static uint64_t map_cookie(int map, uint32_t slot)
 {
 	uint64_t c = 0;
@@ -505,7 +468,7 @@ static int lookup_start(struct daemon_ctx *d, char *err, size_t errlen)
 	S.relay = relay_new(relay_default_mode(), threads, err, errlen);
 	if (!S.relay)
 		return -1;
-	if (prepare_bpffs(S.pin_dir, err, errlen) || load(err, errlen)) {
+	if (maps_prepare_bpffs(S.pin_dir, err, errlen) || load(err, errlen)) {
 		lookup_stop(d, true);
 		return -1;
 	}
