@@ -490,6 +490,27 @@ static void jnum(char *buf, size_t len, json_object *o, const char *key, const c
 		snprintf(buf, len, "%.1f%s", json_object_get_double(v), unit);
 }
 
+/* A table with a row for each element of the status array `key` under a
+ * header row (t->cols columns of head). Returns the array, or NULL when
+ * there is none or no memory (nothing to print then). */
+static json_object *table_of_array(json_object *st, const char *key, const char *const *head,
+                                   struct table *t)
+{
+	json_object *arr;
+	size_t n;
+
+	if (!json_object_object_get_ex(st, key, &arr) || !json_object_is_type(arr, json_type_array))
+		return NULL;
+	n = json_object_array_length(arr);
+	t->cells = calloc(n + 1, sizeof(*t->cells));
+	if (!t->cells)
+		return NULL;
+	for (size_t c = 0; c < t->cols; c++)
+		cell(t, 0, c, "%s", head[c]);
+	t->rows = n + 1;
+	return arr;
+}
+
 static void backend_row(struct table *t, size_t r, json_object *b, int64_t now_ms)
 {
 	const char *host = jstr(b, "host", "?");
@@ -524,44 +545,26 @@ static void print_backends(json_object *st, FILE *out, int64_t now_ms)
 	static const char *const head[NCOLS] = {"NAME", "ADDRESS", "ROLE",    "STATE",
 	                                        "PRIO", "WEIGHT",  "LAG",     "PROBE",
 	                                        "AGE",  "ACTIVE",  "STEERED", "FAILS"};
-	json_object *arr;
 	struct table t = {.cols = NCOLS};
-	size_t n;
+	json_object *arr = table_of_array(st, "backends", head, &t);
 
-	if (!json_object_object_get_ex(st, "backends", &arr) ||
-	    !json_object_is_type(arr, json_type_array))
+	if (!arr)
 		return;
-	n = json_object_array_length(arr);
-	t.cells = calloc(n + 1, sizeof(*t.cells));
-	if (!t.cells)
-		return;
-	for (size_t c = 0; c < NCOLS; c++)
-		cell(&t, 0, c, "%s", head[c]);
-	for (size_t i = 0; i < n; i++)
-		backend_row(&t, i + 1, json_object_array_get_idx(arr, i), now_ms);
-	t.rows = n + 1;
+	for (size_t i = 1; i < t.rows; i++)
+		backend_row(&t, i, json_object_array_get_idx(arr, i - 1), now_ms);
 	print_table(&t, out);
 	free(t.cells);
 }
 
 static void print_routes(json_object *st, FILE *out)
 {
-	json_object *arr, *targets;
+	static const char *const head[] = {"ROUTE", "PORT", "ROLE", "TARGETS"};
 	struct table t = {.cols = 4};
-	size_t n;
+	json_object *arr = table_of_array(st, "routes", head, &t), *targets;
 
-	if (!json_object_object_get_ex(st, "routes", &arr) ||
-	    !json_object_is_type(arr, json_type_array))
+	if (!arr)
 		return;
-	n = json_object_array_length(arr);
-	t.cells = calloc(n + 1, sizeof(*t.cells));
-	if (!t.cells)
-		return;
-	cell(&t, 0, 0, "ROUTE");
-	cell(&t, 0, 1, "PORT");
-	cell(&t, 0, 2, "ROLE");
-	cell(&t, 0, 3, "TARGETS");
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i + 1 < t.rows; i++) {
 		json_object *r = json_object_array_get_idx(arr, i);
 		char *dst = t.cells[i + 1][3];
 		size_t len = sizeof(t.cells[0][3]);
@@ -581,7 +584,6 @@ static void print_routes(json_object *st, FILE *out)
 			snprintf(dst + used, len - used, "%s%s", j ? "," : "", name);
 		}
 	}
-	t.rows = n + 1;
 	print_table(&t, out);
 	free(t.cells);
 }

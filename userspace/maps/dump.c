@@ -175,6 +175,16 @@ static json_object *dump_services(const struct dump_fds *f, uint32_t gen)
 	return a;
 }
 
+/* "title:" then one JSON line for each element of the array v. */
+static void print_each(FILE *out, const char *title, json_object *v)
+{
+	fprintf(out, "%s:\n", title);
+	for (size_t i = 0; i < json_object_array_length(v); i++)
+		fprintf(out, "  %s\n",
+		        json_object_to_json_string_ext(json_object_array_get_idx(v, i),
+		                                       JSON_C_TO_STRING_PLAIN));
+}
+
 static void print_text(json_object *root, FILE *out)
 {
 	json_object *cfg = json_object_object_get(root, "config");
@@ -189,18 +199,8 @@ static void print_text(json_object *root, FILE *out)
 		        json_object_get_string(json_object_object_get(s, "address")),
 		        json_object_get_int(json_object_object_get(s, "route")));
 	}
-	v = json_object_object_get(root, "routes");
-	fprintf(out, "routes (active generation):\n");
-	for (size_t i = 0; i < json_object_array_length(v); i++)
-		fprintf(out, "  %s\n",
-		        json_object_to_json_string_ext(json_object_array_get_idx(v, i),
-		                                       JSON_C_TO_STRING_PLAIN));
-	v = json_object_object_get(root, "backends");
-	fprintf(out, "backends:\n");
-	for (size_t i = 0; i < json_object_array_length(v); i++)
-		fprintf(out, "  %s\n",
-		        json_object_to_json_string_ext(json_object_array_get_idx(v, i),
-		                                       JSON_C_TO_STRING_PLAIN));
+	print_each(out, "routes (active generation)", json_object_object_get(root, "routes"));
+	print_each(out, "backends", json_object_object_get(root, "backends"));
 }
 
 int maps_dump(const char *bpffs_dir, bool json, FILE *out)
