@@ -200,7 +200,11 @@ static int run(struct daemon *dm, bool foreground)
 	dm->ctx.request_probe = request_probe;
 	controller_set_id_hooks(dm->ctl, &(struct controller_id_hooks){id_busy, id_reused, dm});
 
-	struct admin_env env = {&dm->ctx, dm->ctl, &dm->ov, services, NSERVICES};
+	struct admin_env env = {.d = &dm->ctx,
+	                        .ctl = dm->ctl,
+	                        .ov = &dm->ov,
+	                        .services = services,
+	                        .nservices = NSERVICES};
 	dm->admin = admin_new(&env, err, sizeof(err));
 	if (!dm->admin) {
 		log_error("admin socket: %s", err);
