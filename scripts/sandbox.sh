@@ -2,7 +2,17 @@
 # sandbox.sh - three local MariaDB servers with GTID replication, for `make run`,
 # the integration tests and the benchmarks.
 #
-#   sandbox.sh up | down | status | kill PORT | start PORT | promote PORT
+#   sandbox.sh up | down | status | kill PORT | start PORT | promote PORT | rejoin PORT
+#
+# SANDBOX_SEMISYNC=1 turns on MariaDB's built-in semi-synchronous replication
+# on every server (wait point AFTER_SYNC, so a commit is acknowledged to the
+# client only once a replica has it; falls back to asynchronous after
+# SANDBOX_SEMISYNC_TIMEOUT_MS, default 5000, without a replica's ack).
+# SANDBOX_BINLOG_FORMAT (e.g. ROW) sets binlog_format (default: the server's).
+# `rejoin PORT` makes a server that is not the primary (a killed old primary,
+# a fenced one after `promote`) a replica of the current primary again: it
+# replicates from its own position when that is part of the primary's
+# history, else it is rebuilt from a dump of the primary.
 #
 # Primary on SANDBOX_BASE_PORT (3306), replicas on +1 and +2. Every instance
 # starts read_only=1; only `up` (for the primary) and `promote` clear it, as a
@@ -126,8 +136,14 @@ start_server() { # port
 	# group with an equal share of the CPU, so this decides whether the
 	# servers are scheduled apart from the clients and routers beside them
 	# (docs/BENCHMARKS.md, "6450 proxy: the ro8 tail").
-	local launcher=(setsid)
+	local launcher=(setsid) extra=()
 	[ "${SANDBOX_SETSID:-1}" = 0 ] && launcher=()
+	if [ "${SANDBOX_SEMISYNC:-0}" = 1 ]; then
+		extra+=(--rpl-semi-sync-master-enabled=1 --rpl-semi-sync-slave-enabled=1
+			--rpl-semi-sync-master-wait-point=AFTER_SYNC
+			--rpl-semi-sync-master-timeout="${SANDBOX_SEMISYNC_TIMEOUT_MS:-5000}")
+	fi
+	[ -n "${SANDBOX_BINLOG_FORMAT:-}" ] && extra+=(--binlog-format="$SANDBOX_BINLOG_FORMAT")
 	"${launcher[@]}" "$MARIADBD" --no-defaults --user=root \
 		--datadir="$d/data" --socket="$(sock "$p")" --pid-file="$(pidfile "$p")" \
 		--log-error="$d/mysqld.err" --port="$p" --bind-address='*' \
@@ -137,7 +153,7 @@ start_server() { # port
 		--innodb-buffer-pool-size=128M --innodb-log-file-size=48M \
 		--innodb-flush-log-at-trx-commit=2 --sync-binlog=0 \
 		--performance-schema=0 --relay-log="$d/data/relay" \
-		--slave-net-timeout=5 \
+		--slave-net-timeout=5 "${extra[@]}" \
 		</dev/null >/dev/null 2>&1 &
 	local i
 	for i in $(seq 1 300); do
@@ -271,8 +287,61 @@ cmd_promote() { # port
 	log "promoted $new (old primary $old$(is_up "$old" && echo ", now read_only" || echo ", down"))"
 }
 
+# True when replication on PORT runs without an error for a moment.
+replication_healthy() { # port
+	local st
+	st=$(slave_status "$1" 2>/dev/null) || return 1
+	grep -q 'Slave_IO_Running: Yes' <<<"$st" && grep -q 'Slave_SQL_Running: Yes' <<<"$st" &&
+		grep -q 'Last_IO_Errno: 0' <<<"$st" && grep -q 'Last_SQL_Errno: 0' <<<"$st"
+}
+
+# Rebuilds PORT from the template and a dump of the primary's databases.
+reclone() { # port primary
+	local p=$1 prim=$2 tdir dbs
+	stop_server "$p"
+	tdir=$(make_template)
+	rm -rf "$(inst_dir "$p")/data"
+	cp -a "$tdir/data" "$(inst_dir "$p")/data"
+	start_server "$p"
+	dbs=$(sql "$prim" "SELECT schema_name FROM information_schema.schemata WHERE schema_name
+		NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')")
+	# shellcheck disable=SC2086
+	{ echo "SET sql_log_bin = 0;"
+	  mariadb-dump --no-defaults -uroot -S "$(sock "$prim")" --gtid --master-data=1 \
+		--single-transaction --databases $dbs; } | mariadb --no-defaults -uroot -S "$(sock "$p")" ||
+		die "rejoin $p: loading the primary's dump failed"
+	point_replica "$p" "$prim"
+}
+
+cmd_rejoin() { # port
+	local p=$1 prim i
+	prim=$(primary)
+	[ "$p" = "$prim" ] && die "$p is the primary"
+	start_server "$p"
+	sql "$p" "SET GLOBAL read_only = 1"
+	sql "$p" "STOP SLAVE; CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=$prim,
+		MASTER_USER='repl', MASTER_PASSWORD='repl', MASTER_USE_GTID=current_pos,
+		MASTER_CONNECT_RETRY=1; START SLAVE;"
+	# Healthy for 1 s in a row within 10 s: it follows the primary.
+	local ok=0
+	for i in $(seq 1 100); do
+		if replication_healthy "$p"; then ok=$((ok + 1)); else ok=0; fi
+		[ $ok -ge 10 ] && break
+		sleep 0.1
+	done
+	if [ $ok -ge 10 ]; then
+		log "rejoined $p as a replica of $prim"
+		return 0
+	fi
+	log "rejoin $p: its history is not the primary's ($(slave_status "$p" |
+		awk -F': ' '/Last_(IO|SQL)_Error:/ && $2 != "" {print $2; exit}')); rebuilding it"
+	reclone "$p" "$prim"
+	wait_replication "$p"
+	log "rejoined $p as a replica of $prim (rebuilt)"
+}
+
 usage() {
-	echo "usage: sandbox.sh up|down|status|kill PORT|start PORT|promote PORT" >&2
+	echo "usage: sandbox.sh up|down|status|kill PORT|start PORT|promote PORT|rejoin PORT" >&2
 	exit 2
 }
 
@@ -288,5 +357,6 @@ status) cmd_status ;;
 kill) need_port "${2:-}"; stop_server "$2" KILL; log "killed $2" ;;
 start) need_port "${2:-}"; start_server "$2"; log "started $2" ;;
 promote) need_port "${2:-}"; cmd_promote "$2" ;;
+rejoin) need_port "${2:-}"; cmd_rejoin "$2" ;;
 *) usage ;;
 esac
