@@ -4,3 +4,11 @@ BINS += $(BUILD)/chaos-client
 $(BUILD)/chaos-client: $(BUILD)/obj/tests/chaos/chaos_client.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+INTEG_TESTS += tests/integration/chaos_quick.sh
+
+# make chaos: every fault repeated on both phases, then a randomized run;
+# the figures go to docs/RELIABILITY.md (tests/chaos/report.sh).
+.PHONY: chaos
+chaos: deps all asan-bins
+	@tests/chaos/report.sh
