@@ -116,6 +116,48 @@ START_TEST(test_refused_goes_down)
 }
 END_TEST
 
+/* Ids an earlier daemon left: a backend at an address a held id meant gets
+ * it back, whatever its place in the list; a new one gets a fresh id, never
+ * one the maps hold; the state file's id for a name comes back too. */
+START_TEST(test_restore_ids)
+{
+	struct evloop *l = evloop_new();
+	struct controller *c = controller_new(l);
+	struct topo_prior_ids *p = calloc(1, sizeof(*p));
+	struct ctl_backend_spec s[4] = {spec("new", closed_port()), spec("moved", closed_port()),
+	                                spec("kept", closed_port()), spec("named", 3306)};
+	struct sockaddr_in *a = (struct sockaddr_in *)&p->addr[5];
+
+	strcpy(s[3].host, "db.invalid");
+	p->writer_id = -1;
+	p->held[5] = true;
+	a->sin_family = AF_INET;
+	a->sin_port = htons(s[1].port);
+	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	p->addrlen[5] = sizeof(*a);
+	p->held[0] = p->held[2] = true; /* no address known: only held */
+	strcpy(p->kept[1].name, "kept");
+	strcpy(p->kept[1].host, "127.0.0.1");
+	p->kept[1].port = s[2].port;
+	strcpy(p->kept[7].name, "named");
+	strcpy(p->kept[7].host, "db.invalid");
+	p->kept[7].port = 3306;
+	controller_restore_ids(c, p);
+	ck_assert_int_eq(controller_apply(c, &cfg, s, 4), 0);
+	ck_assert_int_eq(last_pub->backends[0].id, 3); /* 0, 1, 2 are held or kept */
+	ck_assert_int_eq(last_pub->backends[1].id, 5);
+	ck_assert_int_eq(last_pub->backends[2].id, 1);
+	ck_assert_int_eq(last_pub->backends[3].id, 7);
+	/* The restore is for the first apply only: one added later is fresh. */
+	struct ctl_backend_spec s2[5] = {s[0], s[1], s[2], s[3], spec("later", closed_port())};
+	ck_assert_int_eq(controller_apply(c, &cfg, s2, 5), 0);
+	ck_assert_int_eq(last_pub->backends[4].id, 4);
+	free(p);
+	controller_free(c);
+	evloop_free(l);
+}
+END_TEST
+
 START_TEST(test_mute_server_bounded)
 {
 	uint16_t mport;
@@ -415,6 +457,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 20);
 	tcase_add_test(tc, test_refused_goes_down);
+	tcase_add_test(tc, test_restore_ids);
 	tcase_add_test(tc, test_mute_server_bounded);
 	tcase_add_test(tc, test_request_probe_from_thread);
 	tcase_add_test(tc, test_resolver);

@@ -48,6 +48,10 @@ struct service_ops {
 	/* The id now names a new backend: its counters start from zero (may be
 	 * NULL). Called only when `open` was 0 for it. */
 	void (*backend_reset)(uint32_t backend_id);
+	/* What an earlier daemon left about backend ids (the pinned maps): fills
+	 * the parts of p it knows (may be NULL). Called once, after start and
+	 * before the first backends are applied. */
+	void (*prior_ids)(struct topo_prior_ids *p);
 	/* Adds keys of its own to the status object (may be NULL). */
 	void (*status_json)(struct json_object *root);
 };

@@ -27,6 +27,27 @@
  * kernel paths and the pool's cap do not cover. */
 #define TOPO_MAX_IDS 256
 
+/*
+ * What an earlier daemon left behind about backend ids, so that a restarted
+ * one gives every backend the id it had: the ids that the pinned eBPF maps
+ * use (and the address each meant there), the ids the state file kept (by
+ * name, host and port), and which backend was the writer. Sockets carry ids
+ * in their marks and sk_lookup's SOCKMAP slots are indexed by them, so an id
+ * must never come to mean another server while they live.
+ */
+struct topo_prior_ids {
+	bool held[TOPO_MAX_IDS]; /* the pinned maps use the id (entry or counters) */
+	struct sockaddr_storage addr[TOPO_MAX_IDS]; /* what it meant there */
+	socklen_t addrlen[TOPO_MAX_IDS];            /* 0: no address known */
+	int64_t writer_id;                          /* the maps' writer, -1: none */
+	/* from the state file: name, host, port -> id ("" name: none) */
+	struct {
+		char name[TOPO_NAME_MAX];
+		char host[TOPO_HOST_MAX];
+		uint16_t port;
+	} kept[TOPO_MAX_IDS];
+};
+
 enum be_role { ROLE_NONE = 0, ROLE_WRITER, ROLE_READER };
 enum be_health { HEALTH_UNKNOWN = 0, HEALTH_UP, HEALTH_DOWN };
 enum be_admin { ADMIN_ENABLED = 0, ADMIN_DRAINED, ADMIN_DISABLED };

@@ -178,6 +178,24 @@ static void stop_services(struct daemon *dm, bool keep)
 	}
 }
 
+/* Backend ids as an earlier daemon left them (the pinned maps), before the
+ * first backends are applied. */
+static void restore_ids(struct daemon *dm)
+{
+	struct topo_prior_ids *p = calloc(1, sizeof(*p));
+
+	if (!p) {
+		log_error("out of memory reading the backend ids of the last run");
+		return;
+	}
+	p->writer_id = -1;
+	for (size_t i = 0; i < dm->nstarted; i++)
+		if (dm->started[i]->prior_ids)
+			dm->started[i]->prior_ids(p);
+	controller_restore_ids(dm->ctl, p);
+	free(p);
+}
+
 static int run(struct daemon *dm, bool foreground)
 {
 	char err[512];
@@ -213,6 +231,7 @@ static int run(struct daemon *dm, bool foreground)
 	int rc = 1;
 	if (start_services(dm) < 0)
 		goto out;
+	restore_ids(dm);
 	if (admin_apply(dm->admin, err, sizeof(err)) < 0) {
 		log_error("%s", err);
 		goto out;

@@ -31,4 +31,4 @@ $(BUILD)/tests/peer_check: $(BUILD)/obj/tests/integration/peer_check.o
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 INTEG_TESTS += tests/integration/steer_connect.sh tests/integration/steer_reload.sh \
-	tests/integration/steer_leftovers.sh
+	tests/integration/steer_leftovers.sh tests/integration/steer_ids.sh

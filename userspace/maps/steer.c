@@ -40,6 +40,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <netinet/in.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
 
@@ -1147,6 +1148,64 @@ static void steer_counters_reset(uint32_t backend_id)
 		         strerror(errno));
 }
 
+static void sockaddr_from_ep(const struct ms_endpoint *ep, struct sockaddr_storage *ss,
+                             socklen_t *len)
+{
+	memset(ss, 0, sizeof(*ss));
+	*len = 0;
+	if (ep->family == MS_AF_INET) {
+		struct sockaddr_in *s = (struct sockaddr_in *)ss;
+		s->sin_family = AF_INET;
+		s->sin_port = ep->port;
+		memcpy(&s->sin_addr, ep->addr, 4);
+		*len = sizeof(*s);
+	} else if (ep->family == MS_AF_INET6) {
+		struct sockaddr_in6 *s = (struct sockaddr_in6 *)ss;
+		s->sin6_family = AF_INET6;
+		s->sin6_port = ep->port;
+		memcpy(&s->sin6_addr, ep->addr, 16);
+		*len = sizeof(*s);
+	}
+}
+
+/*
+ * The ids the pinned maps use, read before our first publish: every backend
+ * entry (the address it means to the programs and to sk_lookup's slots),
+ * every id whose counters show connections (sockets carry it in their
+ * marks), and the writer of the active generation's writer route.
+ */
+static void steer_prior_ids(struct topo_prior_ids *p)
+{
+	struct maps_image *img;
+	struct ms_counters c;
+
+	if (!S.conn || !S.adopted)
+		return;
+	img = malloc(sizeof(*img));
+	if (!img || read_image(img)) {
+		log_warn("steer: cannot read the pinned maps for the backend ids: %s",
+		         img ? strerror(errno) : "no memory");
+		free(img);
+		return;
+	}
+	for (uint32_t id = 0; id < MS_MAX_BACKENDS && id < TOPO_MAX_IDS; id++) {
+		if (img->backends[id].flags & MS_BE_PRESENT) {
+			p->held[id] = true;
+			sockaddr_from_ep(&img->backends[id].ep, &p->addr[id], &p->addrlen[id]);
+		}
+		if (S.counters_fd >= 0 && !bpf_map_lookup_elem(S.counters_fd, &id, &c) &&
+		    (c.active || c.steered))
+			p->held[id] = true;
+	}
+	for (int r = 0; r < MS_ROUTE_SLOTS; r++) {
+		const struct ms_route *rt = &img->routes[r];
+		if ((rt->flags & MS_RT_PRESENT) && !(rt->flags & (MS_RT_SPLIT | MS_RT_READER)) &&
+		    rt->ntargets == 1 && rt->target[0] < MS_MAX_BACKENDS)
+			p->writer_id = rt->target[0];
+	}
+	free(img);
+}
+
 static void steer_status(struct json_object *root)
 {
 	if (!S.running || S.cgroup_fd < 0)
@@ -1162,5 +1221,6 @@ const struct service_ops steer_service = {
     .stop = steer_stop,
     .backend_counters = steer_counters,
     .backend_reset = steer_counters_reset,
+    .prior_ids = steer_prior_ids,
     .status_json = steer_status,
 };

@@ -68,11 +68,15 @@ struct controller {
 	const struct config *cfg;
 	struct cbe **be;
 	size_t nbe;
-	/* Backend ids: next_id has never been given; below it, an id is in use
-	 * or was given back at freed_ms[id]. Ids index the eBPF maps and the
-	 * 6450 pool's counters (TOPO_MAX_IDS), so they are reused (alloc_id). */
-	uint32_t next_id;
+	/* Backend ids: an id never given (id_given false) is fresh; a given one
+	 * is in use or was given back at freed_ms[id] (an id an earlier daemon
+	 * left in the maps counts as given back at start). Ids index the eBPF
+	 * maps and the 6450 pool's counters (TOPO_MAX_IDS), so they are reused
+	 * (alloc_id); past TOPO_MAX_IDS, over_id counts up. */
+	uint32_t over_id;
+	bool id_given[TOPO_MAX_IDS];
 	bool id_used[TOPO_MAX_IDS];
+	struct topo_prior_ids *prior; /* until the next apply (start) */
 	uint64_t id_freed_ms[TOPO_MAX_IDS];
 	uint32_t id_lookups[TOPO_MAX_IDS]; /* resolver requests not answered yet */
 	uint64_t id_reuse_ms;
@@ -223,6 +227,23 @@ static int parse_numeric(struct topo_backend *tb)
 	return 0;
 }
 
+static bool same_addr(const struct sockaddr_storage *a, socklen_t alen,
+                      const struct sockaddr_storage *b, socklen_t blen)
+{
+	if (alen == 0 || blen == 0 || a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET) {
+		const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
+		return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+	}
+	if (a->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
+		return x->sin6_port == y->sin6_port && x->sin6_scope_id == y->sin6_scope_id &&
+		       memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr)) == 0;
+	}
+	return alen == blen && memcmp(a, b, alen) == 0;
+}
+
 /* Whether nothing holds the id any more: given back long enough ago, no
  * lookup of the old backend in flight, no connection of a consumer open. */
 static bool id_reusable(struct controller *c, uint32_t id, uint64_t now)
@@ -238,15 +259,52 @@ static bool id_reusable(struct controller *c, uint32_t id, uint64_t now)
  * again from zero). When none is free, an id past TOPO_MAX_IDS, which the
  * maps and the pool cannot hold: said in the log.
  */
-static uint32_t alloc_id(struct controller *c, const char *name)
+/*
+ * The id an earlier daemon gave this backend: the one whose entry in the
+ * pinned maps meant its address (what sockets and SOCKMAP slots hold), else
+ * the one the state file kept for its name, host and port, unless the maps
+ * say that id meant another address. UINT32_MAX: none.
+ */
+static uint32_t prior_id(struct controller *c, const struct ctl_backend_spec *s,
+                         const struct sockaddr_storage *addr, socklen_t addrlen)
 {
-	uint64_t now = mono_ms();
-	uint32_t best = UINT32_MAX;
+	const struct topo_prior_ids *p = c->prior;
 
-	if (c->next_id < TOPO_MAX_IDS) {
-		c->id_used[c->next_id] = true;
-		return c->next_id++;
+	if (!p)
+		return UINT32_MAX;
+	for (uint32_t id = 0; addrlen && id < TOPO_MAX_IDS; id++)
+		if (p->held[id] && !c->id_used[id] &&
+		    same_addr(&p->addr[id], p->addrlen[id], addr, addrlen))
+			return id;
+	for (uint32_t id = 0; id < TOPO_MAX_IDS; id++) {
+		if (c->id_used[id] || strcmp(p->kept[id].name, s->name) != 0 ||
+		    strcmp(p->kept[id].host, s->host) != 0 || p->kept[id].port != s->port)
+			continue;
+		if (p->addrlen[id] &&
+		    (!addrlen || !same_addr(&p->addr[id], p->addrlen[id], addr, addrlen)))
+			continue;
+		return id;
 	}
+	return UINT32_MAX;
+}
+
+static uint32_t alloc_id(struct controller *c, const struct ctl_backend_spec *s,
+                         const struct sockaddr_storage *addr, socklen_t addrlen)
+{
+	const char *name = s->name;
+	uint64_t now = mono_ms();
+	uint32_t best = prior_id(c, s, addr, addrlen);
+
+	if (best != UINT32_MAX) {
+		c->id_given[best] = c->id_used[best] = true;
+		log_info("%s: backend id %u, as before the restart", name, best);
+		return best;
+	}
+	for (uint32_t id = 0; id < TOPO_MAX_IDS; id++)
+		if (!c->id_given[id]) {
+			c->id_given[id] = c->id_used[id] = true;
+			return id;
+		}
 	for (uint32_t id = 0; id < TOPO_MAX_IDS; id++)
 		if ((best == UINT32_MAX || c->id_freed_ms[id] < c->id_freed_ms[best]) &&
 		    id_reusable(c, id, now))
@@ -264,7 +322,7 @@ static uint32_t alloc_id(struct controller *c, const char *name)
 	         "is open): 6446/6447 steer nothing to it and the pool does not cap it; "
 	         "remove it and add it again later",
 	         name, TOPO_MAX_IDS, (unsigned long long)c->id_reuse_ms);
-	return c->next_id++;
+	return TOPO_MAX_IDS + c->over_id++;
 }
 
 static void free_id(struct controller *c, uint32_t id)
@@ -308,7 +366,6 @@ static struct cbe *new_cbe(struct controller *c, const struct ctl_backend_spec *
 	if (!b)
 		return NULL;
 	b->c = c;
-	b->tb.id = alloc_id(c, s->name);
 	snprintf(b->tb.name, sizeof(b->tb.name), "%s", s->name);
 	snprintf(b->tb.host, sizeof(b->tb.host), "%s", s->host);
 	b->tb.port = s->port;
@@ -319,6 +376,7 @@ static struct cbe *new_cbe(struct controller *c, const struct ctl_backend_spec *
 	} else {
 		b->is_name = parse_numeric(&b->tb) < 0;
 	}
+	b->tb.id = alloc_id(c, s, &b->tb.addr, b->tb.addrlen);
 	/* A name not looked up yet: no probe until on_resolved() gives it an
 	 * address; the lookup starts now, off the loop. */
 	if (b->tb.addrlen && make_probe(b) < 0) {
@@ -396,6 +454,8 @@ int controller_apply(struct controller *c, const struct config *cfg,
 	free(c->be);
 	c->be = nb;
 	c->nbe = n;
+	free(c->prior);
+	c->prior = NULL;
 	recompute(c, true);
 	return 0;
 fail:
@@ -415,23 +475,6 @@ fail:
 	}
 	free(nb);
 	return -1;
-}
-
-static bool same_addr(const struct sockaddr_storage *a, socklen_t alen,
-                      const struct sockaddr_storage *b, socklen_t blen)
-{
-	if (alen == 0 || blen == 0 || a->ss_family != b->ss_family)
-		return false;
-	if (a->ss_family == AF_INET) {
-		const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
-		return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
-	}
-	if (a->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
-		return x->sin6_port == y->sin6_port && x->sin6_scope_id == y->sin6_scope_id &&
-		       memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr)) == 0;
-	}
-	return alen == blen && memcmp(a, b, alen) == 0;
 }
 
 /*
@@ -658,6 +701,34 @@ out:
 	free(extra);
 }
 
+void controller_restore_ids(struct controller *c, const struct topo_prior_ids *p)
+{
+	uint64_t now = mono_ms();
+	size_t held = 0;
+
+	free(c->prior);
+	c->prior = malloc(sizeof(*c->prior));
+	if (!c->prior) {
+		log_error("out of memory keeping the backend ids of the last run");
+		return;
+	}
+	*c->prior = *p;
+	/* Not fresh: what no backend takes back is given back now, and reused
+	 * only as any id given back is. */
+	for (uint32_t id = 0; id < TOPO_MAX_IDS; id++) {
+		if (!p->held[id] && !p->kept[id].name[0])
+			continue;
+		held += p->held[id];
+		if (c->id_given[id])
+			continue;
+		c->id_given[id] = true;
+		c->id_freed_ms[id] = now;
+	}
+	if (held)
+		log_info("%zu backend id(s) in use by the pinned maps: kept for their addresses",
+		         held);
+}
+
 void controller_set_id_hooks(struct controller *c, const struct controller_id_hooks *h)
 {
 	c->hooks = *h;
@@ -669,7 +740,6 @@ struct controller *controller_new(struct evloop *l)
 	if (!c)
 		return NULL;
 	c->l = l;
-	c->next_id = 0;
 	c->writer_id = UINT32_MAX;
 	c->resolve_period_ms =
 	    test_env_uint("MYSTEER_TEST_RESOLVE_MS", RESOLVE_PERIOD_MS, 86400000);
@@ -690,6 +760,7 @@ void controller_free(struct controller *c)
 	for (size_t i = 0; i < c->nbe; i++)
 		free_cbe(c, c->be[i]);
 	free(c->be);
+	free(c->prior);
 	resolver_free(c->res);
 	topo_put(c->last);
 	pthread_mutex_destroy(&c->pend_lock);

@@ -42,6 +42,14 @@ struct controller_id_hooks {
 };
 void controller_set_id_hooks(struct controller *c, const struct controller_id_hooks *h);
 
+/* What an earlier daemon left about backend ids (topology.h), taken into
+ * account by the next controller_apply only (the first one, at start): a
+ * backend whose address a held id meant, or whose name, host and port the
+ * state file kept with an id, gets that id back; held ids no backend takes
+ * are given to new backends only as ids given back are (alloc_id), and
+ * fresh ids never collide with them. */
+void controller_restore_ids(struct controller *c, const struct topo_prior_ids *p);
+
 /* Takes the probe settings and routes of cfg (kept by pointer: it must live
  * until the next apply) and the effective backends. Backends keep their id,
  * probe connection and health across applies when name and address stay. */
