@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # exposure.sh - what mysteerd exposes: 6450 listens on the [proxy] bind
 # addresses alone (default loopback: another local address of the host is
-# refused; a listed one works, and then loopback is refused).
+# refused; a listed one works, and then loopback is refused). No credential
+# is built in: a config without the probe password does not start, and
+# password_file works for the probe and the proxy's users, read again by a
+# reload.
 . "$(dirname "$0")/lib.sh"
 itest_init exposure
 
@@ -13,6 +16,7 @@ ip addr add "$LAN/32" dev lo || { echo "not ok - address $LAN"; exit 1; }
 itest_sandbox_up
 
 # The 6450 listening sockets, "ADDR:PORT" a line.
+refused() { ! sql "$@" >/dev/null 2>&1; }
 listeners_6450() { ss -Hltn 'sport = :6450' | awk '{print $4}' | sort -u | tr '\n' ' '; }
 
 # --- 1. [proxy] bind, the default: loopback only -------------------------------
@@ -53,5 +57,51 @@ rc=$?
 check "bind = an address not of this host: the daemon stops (exit $rc)" [ $rc -ne 0 ]
 check "bind = an address not of this host: the error names it" \
 	grep -q 'listen on \[10.213.9.9\]:6450 (\[proxy\] bind): Cannot assign requested address' <<<"$out"
+
+# --- 2. no built-in credential; password_file --------------------------------------
+itest_write_config "$T/nopw.conf"
+sed -i '/^password = mysteer$/d' "$T/nopw.conf"
+out=$("$MYSTEERD" -c "$T/nopw.conf" -f 2>&1)
+rc=$?
+echo "# $out"
+check "no probe password: exit 2 ($rc)" [ $rc -eq 2 ]
+check_eq "no probe password: one line" 1 "$(printf '%s\n' "$out" | wc -l)"
+check "no probe password: the line names the key" \
+	grep -q 'nopw.conf:[0-9]*: \[probe\] password: not set' <<<"$out"
+
+printf 'mysteer\n' >"$T/probe.pw"
+printf 'app\n' >"$T/app.pw"
+chmod 600 "$T/probe.pw" "$T/app.pw"
+itest_write_config "$T/pwfile.conf"
+sed -i -e 's|^password = mysteer$|password_file = probe.pw|' \
+	-e 's|^password = app$|password_file = app.pw|' "$T/pwfile.conf"
+check "the config names no password itself" bash -c "! grep -q '^password = ' '$T/pwfile.conf'"
+itest_daemon_start "$T/pwfile.conf" || exit 1
+writer_is() { [ "$(ctl_writer)" = "$1" ]; }
+check "password_file: the probes log in (db1 is the writer)" wait_until 20 writer_is db1
+wait_until 20 sql 6450 'SELECT 1' >/dev/null
+check_eq "password_file: app logs in through 6450" 1 "$(sql 6450 'SELECT 1')"
+# A rotated password: the file changes, a reload reads it.
+sql_root "$P1" "SET sql_log_bin=0; CREATE USER 'rot'@'%' IDENTIFIED BY 'old-pw'; GRANT SELECT ON *.* TO 'rot'@'%'"
+for p in "$P2" "$P3"; do
+	sql_root "$p" "SET sql_log_bin=0; CREATE USER 'rot'@'%' IDENTIFIED BY 'old-pw'; GRANT SELECT ON *.* TO 'rot'@'%'"
+done
+printf 'old-pw\n' >"$T/rot.pw"
+chmod 600 "$T/rot.pw"
+printf '\n[user:rot]\npassword_file = %s/rot.pw\n' "$T" >>"$T/pwfile.conf"
+check "reload takes a user with password_file" ctl reload
+check_eq "that user logs in with the file's password" 1 "$(sql 6450 'SELECT 1' rot old-pw)"
+printf 'new-pw\n' >"$T/rot.pw"
+check "reload after the file changed" ctl reload
+check "the old password is refused" refused 6450 'SELECT 1' rot old-pw
+check_eq "the new one logs in" 1 "$(sql 6450 'SELECT 1' rot new-pw)"
+rm -f "$T/rot.pw"
+out=$(ctl reload 2>&1)
+rc=$?
+check "an unreadable password_file: reload refused ($out)" [ $rc -ne 0 ]
+check "the reason names the key and the file" grep -q "password_file: cannot read $T/rot.pw" <<<"$out"
+check_eq "the daemon runs on as it was" 1 "$(sql 6450 'SELECT 1')"
+itest_daemon_stop
+check "no password in the log" bash -c "! grep -E 'old-pw|new-pw' '$T/mysteerd.log'"
 
 itest_done

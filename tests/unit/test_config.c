@@ -53,6 +53,9 @@ static struct config *load_text(const char *text)
 	return config_load(write_conf("t.conf", text, 0600), errbuf, sizeof(errbuf));
 }
 
+/* The monitoring user's password, which every config must give. */
+#define PW "[probe]\npassword = pw\n"
+
 /* ---- defaults and the shipped config ---- */
 
 START_TEST(test_shipped_config)
@@ -210,7 +213,8 @@ START_TEST(test_long_line)
 	memset(host, 'h', sizeof(host) - 1);
 	host[sizeof(host) - 1] = '\0';
 	host[200] = '\0'; /* longer than libinih's default line */
-	snprintf(text, sizeof(text), "; %0*d\n[backend:a]\nhost = %s\nport = 1\n", 3000, 0, host);
+	snprintf(text, sizeof(text), "; %0*d\n[backend:a]\nhost = %s\nport = 1\n" PW, 3000, 0,
+	         host);
 	c = load_text(text);
 	ck_assert_msg(c, "%s", errbuf);
 	ck_assert_str_eq(c->backends[0].host, host);
@@ -221,7 +225,7 @@ END_TEST
 
 START_TEST(test_bom)
 {
-	struct config *c = load_text("\xEF\xBB\xBF[backend:a]\nhost = h\n");
+	struct config *c = load_text("\xEF\xBB\xBF[backend:a]\nhost = h\n" PW);
 
 	ck_assert_msg(c, "%s", errbuf);
 	ck_assert_str_eq(c->backends[0].name, "a");
@@ -279,7 +283,7 @@ static const struct bad bad_configs[] = {
      "password_hash: bad hash"},
     {BE "[user:u]\npassword_hash = *6BB4837EB74329105EE4568DDA7DC67ED2CA2ADZ\n", 4,
      "password_hash: bad hash"},
-    {BE "[user:u]\n", 3, "user \"u\": no password or password_hash"},
+    {BE "[user:u]\n", 3, "user \"u\": no password, password_file or password_hash"},
     {BE "[user:u]\npassword = x\npassword_hash = *6BB4837EB74329105EE4568DDA7DC67ED2CA2AD9\n", 3,
      "not both"},
     {BE "[user:u]\nhost = x\n", 4, "unknown key \"host\" in [user:u]"},
@@ -378,9 +382,142 @@ START_TEST(test_warn_readable_password)
 	ck_assert_str_eq(out, "");
 
 	/* No password in the file: nothing secret to protect. */
-	p = write_conf("pw.conf", BE, 0644);
+	write_conf("secret", "s3cret\n", 0600);
+	p = write_conf("pw.conf", BE "[probe]\npassword_file = secret\n", 0644);
 	capture_warnings(p, out, sizeof(out));
 	ck_assert_str_eq(out, "");
+}
+END_TEST
+
+/* ---- no built-in credential; password_file ---- */
+
+START_TEST(test_probe_password_required)
+{
+	struct config *c = load_text(BE "[probe]\nuser = mon\n");
+
+	ck_assert_ptr_null(c);
+	ck_assert_msg(strstr(errbuf, "/t.conf:3: [probe] password: not set"), "%s", errbuf);
+	ck_assert_msg(!strchr(errbuf, '\n'), "more than one line: %s", errbuf);
+	/* no [probe] section at all: line 1 */
+	ck_assert_ptr_null(load_text(BE));
+	ck_assert_msg(strstr(errbuf, "/t.conf:1: [probe] password: not set"), "%s", errbuf);
+	/* an explicitly empty password is a password */
+	c = load_text(BE "[probe]\npassword =\n");
+	ck_assert_msg(c, "%s", errbuf);
+	ck_assert_str_eq(c->probe_password, "");
+	config_free(c);
+	/* mysteerctl reads the file for its socket and bpffs: no secret needed */
+	c = config_load_flags(write_conf("t.conf", BE, 0600), CONFIG_LOAD_NO_SECRETS, errbuf,
+	                      sizeof(errbuf));
+	ck_assert_msg(c, "%s", errbuf);
+	config_free(c);
+}
+END_TEST
+
+START_TEST(test_password_file)
+{
+	char text[1024];
+	struct config *c;
+	const struct config_user *u;
+	uint8_t want[20];
+
+	write_conf("probe.pw", "m0nitor\n", 0600);
+	write_conf("app.pw", "app secret\r\n", 0600);
+	write_conf("bob.pw", "nonewline", 0600);
+	/* relative to the config's directory, or absolute */
+	snprintf(text, sizeof(text),
+	         BE "[probe]\npassword_file = probe.pw\n[user:app]\npassword_file = app.pw\n"
+	            "[user:bob]\npassword_file = %s/bob.pw\n",
+	         tmpdir);
+	c = load_text(text);
+	ck_assert_msg(c, "%s", errbuf);
+	ck_assert_str_eq(c->probe_password, "m0nitor");
+	u = config_find_user(c, "app");
+	ck_assert(u->has_password && u->has_hash);
+	ck_assert_str_eq(u->password, "app secret");
+	config_hash_password("app secret", want);
+	ck_assert_mem_eq(u->hash_stage2, want, 20);
+	ck_assert_str_eq(config_find_user(c, "bob")->password, "nonewline");
+	config_free(c);
+
+	/* read again at every load (a reload): a changed file is taken */
+	write_conf("probe.pw", "rotated\n", 0600);
+	c = load_text(text);
+	ck_assert_msg(c, "%s", errbuf);
+	ck_assert_str_eq(c->probe_password, "rotated");
+	config_free(c);
+
+	/* mysteerctl does not read them */
+	write_conf("t2.conf", BE "[probe]\npassword_file = /nonexistent/pw\n", 0600);
+	snprintf(text, sizeof(text), "%s/t2.conf", tmpdir);
+	c = config_load_flags(text, CONFIG_LOAD_NO_SECRETS, errbuf, sizeof(errbuf));
+	ck_assert_msg(c, "%s", errbuf);
+	config_free(c);
+}
+END_TEST
+
+struct bad_pwfile {
+	const char *text;
+	int line;
+	const char *want;
+};
+
+static const struct bad_pwfile bad_pwfiles[] = {
+    {BE "[probe]\npassword_file = missing.pw\n", 4,
+     "password_file: cannot read %s/missing.pw: No such file or directory"},
+    {BE "[probe]\npassword_file = .\n", 4, "password_file: cannot read %s/.: not a regular file"},
+    {BE "[probe]\npassword_file =\n", 4, "password_file: no file named"},
+    {BE "[probe]\npassword = x\npassword_file = ok.pw\n", 5,
+     "password_file: give password or password_file, not both"},
+    {BE "[probe]\npassword_file = ok.pw\npassword = x\n", 5,
+     "password: give password or password_file, not both"},
+    {BE "[probe]\npassword_file = two.pw\n", 4, "password_file: %s/two.pw: more than one line"},
+    {BE "[probe]\npassword_file = long.pw\n", 4,
+     "password_file: %s/long.pw: too long (at most 127 characters)"},
+    {BE PW "[user:u]\npassword_file = missing.pw\n", 6,
+     "password_file: cannot read %s/missing.pw: No such file or directory"},
+    {BE PW "[user:u]\npassword = a\npassword_file = ok.pw\n", 7,
+     "password_file: give password or password_file, not both"},
+    {BE PW "[user:u]\npassword_file = ok.pw\npassword_hash = "
+           "*6BB4837EB74329105EE4568DDA7DC67ED2CA2AD9\n",
+     5, "user \"u\": give password (or password_file) or password_hash, not both"},
+};
+
+START_TEST(test_bad_password_file)
+{
+	const struct bad_pwfile *b = &bad_pwfiles[_i];
+	char want[512], prefix[512], longpw[200];
+	struct config *c;
+
+	memset(longpw, 'x', sizeof(longpw) - 1);
+	longpw[sizeof(longpw) - 1] = '\0';
+	write_conf("ok.pw", "fine\n", 0600);
+	write_conf("two.pw", "line1\nline2\n", 0600);
+	write_conf("long.pw", longpw, 0600);
+	c = load_text(b->text);
+	ck_assert_msg(!c, "case %d accepted", _i);
+	snprintf(prefix, sizeof(prefix), "%s/t.conf:%d: ", tmpdir, b->line);
+	snprintf(want, sizeof(want), b->want, tmpdir);
+	ck_assert_msg(!strncmp(errbuf, prefix, strlen(prefix)), "case %d: got \"%s\", want %s", _i,
+	              errbuf, prefix);
+	ck_assert_msg(strstr(errbuf, want), "case %d: got \"%s\", want \"%s\"", _i, errbuf, want);
+	ck_assert_msg(!strchr(errbuf, '\n'), "case %d: more than one line", _i);
+	ck_assert_msg(!strstr(errbuf, "fine") && !strstr(errbuf, "line2"), "secret in: %s", errbuf);
+}
+END_TEST
+
+START_TEST(test_warn_readable_password_file)
+{
+	char out[4096];
+	const char *p;
+
+	write_conf("open.pw", "s3cret\n", 0644);
+	p = write_conf("pw.conf", BE "[probe]\npassword_file = open.pw\n", 0600);
+	capture_warnings(p, out, sizeof(out));
+	ck_assert_msg(strstr(out, "pw.conf:4: password_file ") &&
+	                  strstr(out, "open.pw is readable by others (chmod 600 it)"),
+	              "%s", out);
+	ck_assert_msg(!strstr(out, "s3cret"), "password logged: %s", out);
 }
 END_TEST
 
@@ -577,6 +714,11 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_missing_file);
 	tcase_add_test(tc, test_warn_shared_address);
 	tcase_add_test(tc, test_warn_readable_password);
+	tcase_add_test(tc, test_probe_password_required);
+	tcase_add_test(tc, test_password_file);
+	tcase_add_loop_test(tc, test_bad_password_file, 0,
+	                    (int)(sizeof(bad_pwfiles) / sizeof(bad_pwfiles[0])));
+	tcase_add_test(tc, test_warn_readable_password_file);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("state");

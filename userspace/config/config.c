@@ -15,6 +15,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ini.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -25,6 +26,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/log.h"
 
@@ -58,9 +60,12 @@ struct pctx {
 	size_t cur; /* index of the current route/backend/user */
 	int sec_line;
 
+	unsigned flags; /* CONFIG_LOAD_* */
 	struct seen_key *seen;
 	size_t nseen;
-	int password_line; /* first line holding a password, 0: none */
+	int password_line;         /* first line holding a password, 0: none */
+	int probe_line;            /* the first [probe] header, 0: none */
+	bool probe_password_given; /* [probe] password or password_file */
 	bool route_given;
 	int *user_lines; /* section line of each user, for late checks */
 };
@@ -250,7 +255,8 @@ enum ktype {
 	K_VIP,
 	K_BIND,
 	K_IP,
-	K_SECRET
+	K_SECRET,
+	K_SECRET_FILE
 };
 
 struct keydef {
@@ -278,6 +284,7 @@ static const struct keydef keydefs[] = {
     {SEC_PROBE, "rise", K_INT, F(rise), 1, 1000},
     {SEC_PROBE, "user", K_STR, F(probe_user), 0, 0},
     {SEC_PROBE, "password", K_SECRET, F(probe_password), 0, 0},
+    {SEC_PROBE, "password_file", K_SECRET_FILE, F(probe_password), 0, 0},
     {SEC_PROBE, "max_replication_lag_s", K_INT, F(max_replication_lag_s), 0, 86400 * 365},
     {SEC_PROBE, "writer_policy", K_WPOL, F(writer_policy), 0, 0},
     {SEC_PROBE, "trust_routine_characteristics", K_BOOL, F(trust_routine_characteristics), 0, 0},
@@ -335,6 +342,82 @@ static bool set_enum(struct pctx *p, const char *key, const char *value, const c
 	return true;
 }
 
+/*
+ * The secret in the file that a password_file key names (relative paths are
+ * taken from the config file's directory) into dst: the whole file, one
+ * trailing newline (LF or CRLF) stripped. Read at every load, so a reload
+ * takes a changed file. Nothing of it is left in memory but dst.
+ */
+static bool read_secret_file(struct pctx *p, const char *key, const char *value, char *dst,
+                             size_t size)
+{
+	char path[4096], buf[512];
+	const char *slash = strrchr(p->c->path, '/');
+	struct stat st = {0};
+	ssize_t n;
+	size_t len = 0;
+	bool ok = false;
+	int fd;
+
+	if (!*value) {
+		fail(p, p->line, "%s: no file named", key);
+		return false;
+	}
+	if (value[0] == '/' || !slash)
+		n = snprintf(path, sizeof(path), "%s", value);
+	else
+		n = snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - p->c->path), p->c->path,
+		             value);
+	if (n < 0 || (size_t)n >= sizeof(path)) {
+		fail(p, p->line, "%s: path too long", key);
+		return false;
+	}
+	if (p->flags & CONFIG_LOAD_NO_SECRETS)
+		return true;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		fail(p, p->line, "%s: cannot read %s: %s", key, path, strerror(errno));
+		return false;
+	}
+	if ((n = fstat(fd, &st)) < 0 || !S_ISREG(st.st_mode)) {
+		fail(p, p->line, "%s: cannot read %s: %s", key, path,
+		     n < 0 ? strerror(errno) : "not a regular file");
+		close(fd);
+		return false;
+	}
+	while (len < sizeof(buf) && (n = read(fd, buf + len, sizeof(buf) - len)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			fail(p, p->line, "%s: cannot read %s: %s", key, path, strerror(errno));
+			goto out;
+		}
+		len += (size_t)n;
+	}
+	if (len && buf[len - 1] == '\n')
+		len--;
+	if (len && buf[len - 1] == '\r')
+		len--;
+	if (len >= size) {
+		fail(p, p->line, "%s: %s: too long (at most %zu characters)", key, path, size - 1);
+		goto out;
+	}
+	if (memchr(buf, '\n', len) || memchr(buf, '\0', len)) {
+		fail(p, p->line, "%s: %s: more than one line (want the password alone)", key, path);
+		goto out;
+	}
+	memcpy(dst, buf, len);
+	dst[len] = '\0';
+	ok = true;
+	if (st.st_mode & (S_IRGRP | S_IROTH))
+		log_warn("%s:%d: %s %s is readable by %s (chmod 600 it)", p->c->path, p->line, key,
+		         path, (st.st_mode & S_IROTH) ? "others" : "its group");
+out:
+	explicit_bzero(buf, sizeof(buf));
+	close(fd);
+	return ok;
+}
+
 static bool set_fixed(struct pctx *p, const struct keydef *k, const char *value)
 {
 	void *dst = (char *)p->c + k->off;
@@ -342,7 +425,15 @@ static bool set_fixed(struct pctx *p, const struct keydef *k, const char *value)
 	int b;
 
 	switch (k->type) {
+	case K_SECRET_FILE:
 	case K_SECRET:
+		if (p->probe_password_given) {
+			fail(p, p->line, "%s: give password or password_file, not both", k->key);
+			return false;
+		}
+		p->probe_password_given = true;
+		if (k->type == K_SECRET_FILE)
+			return read_secret_file(p, k->key, value, dst, k->size);
 		if (*value && !p->password_line)
 			p->password_line = p->line;
 		/* fall through */
@@ -509,6 +600,8 @@ static void begin_section(struct pctx *p, const char *name)
 	for (size_t i = 0; i < NELEM(fixed); i++)
 		if (!strcmp(name, fixed[i].name)) {
 			p->sec = fixed[i].sec;
+			if (p->sec == SEC_PROBE && !p->probe_line)
+				p->probe_line = p->line;
 			return;
 		}
 	for (size_t i = 0; i < NELEM(named); i++) {
@@ -599,7 +692,19 @@ static bool set_user(struct pctx *p, const char *key, const char *value)
 {
 	struct config_user *u = &p->c->users[p->cur];
 
+	if (!strcmp(key, "password_file")) {
+		if (u->has_password) {
+			fail(p, p->line, "password_file: give password or password_file, not both");
+			return false;
+		}
+		u->has_password = true;
+		return read_secret_file(p, key, value, u->password, sizeof(u->password));
+	}
 	if (!strcmp(key, "password")) {
+		if (u->has_password) {
+			fail(p, p->line, "password: give password or password_file, not both");
+			return false;
+		}
 		if (!copy_str(u->password, sizeof(u->password), value)) {
 			fail(p, p->line, "password: too long (at most %zu characters)",
 			     sizeof(u->password) - 1);
@@ -620,8 +725,8 @@ static bool set_user(struct pctx *p, const char *key, const char *value)
 		u->has_hash = true;
 		return true;
 	}
-	fail(p, p->line, "unknown key \"%s\" in [%s] (want password, password_hash)", key,
-	     p->where);
+	fail(p, p->line, "unknown key \"%s\" in [%s] (want password, password_file, password_hash)",
+	     key, p->where);
 	return false;
 }
 
@@ -736,7 +841,7 @@ static void set_defaults(struct config *c)
 	c->fall = 2;
 	c->rise = 2;
 	strcpy(c->probe_user, "mysteer");
-	strcpy(c->probe_password, "mysteer");
+	/* no probe password: the config must give one (check_all) */
 	c->max_replication_lag_s = 10;
 	c->writer_policy = WRITER_POLICY_READ_ONLY;
 	c->trust_routine_characteristics = false;
@@ -826,10 +931,12 @@ static void check_all(struct pctx *p)
 
 		if (u->has_password && u->has_hash)
 			fail(p, p->user_lines[i],
-			     "user \"%s\": give password or password_hash, not both", u->name);
-		else if (!u->has_password && !u->has_hash)
-			fail(p, p->user_lines[i], "user \"%s\": no password or password_hash",
+			     "user \"%s\": give password (or password_file) or password_hash, not "
+			     "both",
 			     u->name);
+		else if (!u->has_password && !u->has_hash)
+			fail(p, p->user_lines[i],
+			     "user \"%s\": no password, password_file or password_hash", u->name);
 		else if (u->has_password) {
 			config_hash_password(u->password, u->hash_stage2);
 			u->has_hash = true;
@@ -837,6 +944,11 @@ static void check_all(struct pctx *p)
 	}
 	if (!c->nbackends)
 		fail(p, p->line ? p->line : 1, "no backend (add a [backend:NAME] section)");
+	/* No credential is built in: the monitoring account's is given. */
+	if (!p->probe_password_given && !(p->flags & CONFIG_LOAD_NO_SECRETS))
+		fail(p, p->probe_line ? p->probe_line : 1,
+		     "[probe] password: not set (give password or password_file of the "
+		     "monitoring user)");
 }
 
 static void warn_all(struct pctx *p, int fd)
@@ -862,7 +974,12 @@ static void warn_all(struct pctx *p, int fd)
 
 struct config *config_load(const char *path, char *err, size_t errlen)
 {
-	struct pctx p = {.err = err, .errlen = errlen, .at_bol = true};
+	return config_load_flags(path, 0, err, errlen);
+}
+
+struct config *config_load_flags(const char *path, unsigned flags, char *err, size_t errlen)
+{
+	struct pctx p = {.err = err, .errlen = errlen, .at_bol = true, .flags = flags};
 	struct config *c;
 	int rc;
 

@@ -50,8 +50,8 @@ struct config_route {
 
 struct config_user {
 	char name[TOPO_NAME_MAX];
-	char password[128]; /* "" when only the hash is given */
-	bool has_password;
+	char password[128];      /* "" when only the hash is given */
+	bool has_password;       /* password or password_file */
 	uint8_t hash_stage2[20]; /* SHA1(SHA1(password)), from password or password_hash */
 	bool has_hash;
 };
@@ -115,6 +115,9 @@ struct config {
  * reentrant: libinih's options are process globals, so load from one thread
  * at a time (startup, reload). */
 struct config *config_load(const char *path, char *err, size_t errlen);
+/* config_load with CONFIG_LOAD_* flags. */
+#define CONFIG_LOAD_NO_SECRETS 1u /* password_file not read, no password needed (mysteerctl) */
+struct config *config_load_flags(const char *path, unsigned flags, char *err, size_t errlen);
 void config_free(struct config *c);
 
 const struct config_backend *config_find_backend(const struct config *c, const char *name);

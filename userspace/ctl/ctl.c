@@ -284,7 +284,8 @@ int ctl_socket_path(const struct ctl_request *req, char *out, size_t outlen, cha
 		return 0;
 	}
 	if (req->config) {
-		struct config *c = config_load(req->config, err, errlen);
+		struct config *c =
+		    config_load_flags(req->config, CONFIG_LOAD_NO_SECRETS, err, errlen);
 
 		if (!c)
 			return -1;
@@ -708,7 +709,7 @@ static int steer_paths_of(const struct ctl_request *req, char *dir, size_t dlen,
 	snprintf(cgroup, clen, "auto");
 	if (!req->config)
 		return 0;
-	c = config_load(req->config, err, sizeof(err));
+	c = config_load_flags(req->config, CONFIG_LOAD_NO_SECRETS, err, sizeof(err));
 	if (!c)
 		return fail("%s", err);
 	snprintf(dir, dlen, "%s", c->bpffs_dir);
