@@ -91,6 +91,9 @@ chmod 600 "$T/rot.pw"
 printf '\n[user:rot]\npassword_file = %s/rot.pw\n' "$T" >>"$T/pwfile.conf"
 check "reload takes a user with password_file" ctl reload
 check_eq "that user logs in with the file's password" 1 "$(sql 6450 'SELECT 1' rot old-pw)"
+for p in "$P1" "$P2" "$P3"; do
+	sql_root "$p" "SET sql_log_bin=0; ALTER USER 'rot'@'%' IDENTIFIED BY 'new-pw'"
+done
 printf 'new-pw\n' >"$T/rot.pw"
 check "reload after the file changed" ctl reload
 check "the old password is refused" refused 6450 'SELECT 1' rot old-pw
