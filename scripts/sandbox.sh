@@ -76,8 +76,11 @@ mariadb_version() { "$MARIADBD" --version | awk '{print $3}'; }
 # The template: a bootstrapped data dir with the sandbox's users and grants and
 # no binary log history, so the three copies start with identical, empty GTID
 # state.
+# TEMPLATE_REV changes with the users and grants below, so that a template
+# made by an older sandbox.sh is not used.
+TEMPLATE_REV=2
 make_template() {
-	local tdir="$TEMPLATE_ROOT/$(mariadb_version)"
+	local tdir="$TEMPLATE_ROOT/$(mariadb_version)-r$TEMPLATE_REV"
 	if [ -f "$tdir/ready" ]; then echo "$tdir"; return; fi
 	mkdir -p "$TEMPLATE_ROOT"
 	(
@@ -107,6 +110,10 @@ make_template() {
 			GRANT ALL PRIVILEGES ON *.* TO 'app'@'%';
 			-- a write wrongly sent to a replica must fail with 1290
 			REVOKE READ_ONLY ADMIN ON *.* FROM 'app'@'%';
+			-- a DBA-like account: a replica accepts its writes (READ_ONLY
+			-- ADMIN), so a write sent to a replica shows as a row there
+			CREATE USER 'app_admin'@'%' IDENTIFIED BY 'app_admin';
+			GRANT ALL PRIVILEGES ON *.* TO 'app_admin'@'%';
 			CREATE USER 'mysteer'@'%' IDENTIFIED BY 'mysteer';
 			GRANT SLAVE MONITOR, PROCESS ON *.* TO 'mysteer'@'%';
 			GRANT SELECT ON mysql.proc TO 'mysteer'@'%';

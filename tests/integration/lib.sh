@@ -160,6 +160,34 @@ sql_root() { # port query
 	mariadb --no-defaults -uroot -S "$SANDBOX_DIR/$1/mysqld.sock" -N -B -e "$2"
 }
 
+# Where writes land, seen from the servers themselves rather than from an
+# error 1290 (which app_admin never gets): writes_mark records each server's
+# Com_insert and its binlog GTID state; writes_delta PORT prints the inserts
+# that server ran since; local_writes PORT prints the transactions that
+# server wrote to its binlog on its own since (a replica's own server_id,
+# @@server_id = its port, in @@gtid_binlog_state), so 0 on every replica
+# means no write ran there.
+declare -A WRITES_COM WRITES_GTID
+writes_mark() {
+	local p
+	for p in $P1 $P2 $P3; do
+		WRITES_COM[$p]=$(sql_root "$p" "SHOW GLOBAL STATUS LIKE 'Com_insert'" | awk '{print $2}')
+		WRITES_GTID[$p]=$(own_gtid_seq "$p")
+	done
+}
+own_gtid_seq() { # port: the seq_no of the last GTID this server made itself, or 0
+	local sid state
+	sid=$(sql_root "$1" "SELECT @@server_id") || return 1
+	state=$(sql_root "$1" "SELECT @@gtid_binlog_state") || return 1
+	tr ',' '\n' <<<"$state" | awk -F- -v sid="$sid" '$2 == sid {s = $3} END {print s + 0}'
+}
+writes_delta() { # port
+	echo $(($(sql_root "$1" "SHOW GLOBAL STATUS LIKE 'Com_insert'" | awk '{print $2}') - ${WRITES_COM[$1]}))
+}
+local_writes() { # port
+	echo $(($(own_gtid_seq "$1") - ${WRITES_GTID[$1]}))
+}
+
 # --- daemon --------------------------------------------------------------------
 
 # Writes a config for the daemon of this test: [mysteerd] pointing into $T,
@@ -167,6 +195,8 @@ sql_root() { # port query
 # the caller gives on stdin (extra sections; a later [probe] etc. is not
 # allowed twice, so pass probe/steer keys through the variables below).
 #   ITEST_PROBE_EXTRA, ITEST_STEER_EXTRA, ITEST_PROXY_EXTRA: lines added to those sections
+#   ITEST_APP_ADMIN=1: app_admin (READ_ONLY ADMIN: a replica accepts its
+#     writes) is a 6450 user too
 #   ITEST_BACKENDS: which sandbox servers become backends db1..db3 (default
 #     "1 2 3", priorities 100, 200, 300; empty: none)
 itest_write_config() { # file [-: append stdin]
@@ -204,6 +234,9 @@ role = split
 
 [user:app]
 password = app
+${ITEST_APP_ADMIN:+
+[user:app_admin]
+password = app_admin}
 CONF
 	local i port
 	for i in ${ITEST_BACKENDS-1 2 3}; do

@@ -397,6 +397,18 @@ static void on_answer_done(struct client *c, struct bconn *b)
 	}
 	if (c->ro_trans && !c->trx_conn && ok)
 		c->trx_conn = b;
+	/* The replica's connection of a READ ONLY transaction reports a
+	 * transaction open that is not read-only: something the classifier
+	 * did not see ended it and began another there (route_decide sends
+	 * those it sees to the writer). Nothing more of the session may run
+	 * there: it ends, and the replica rolls back what it began. */
+	if (c->trx_conn == b && ok && c->cur_kind == RESP_GENERIC && (st & SST_IN_TRANS) &&
+	    !(st & SST_IN_TRANS_READONLY)) {
+		log_warn("proxy: a session of %s opened a read-write transaction on the reader "
+		         "%s: the session is closed",
+		         c->user, b->name);
+		c->closing = true;
+	}
 	if (c->trx_conn == b) {
 		c->ro_trans = ok ? (st & SST_IN_TRANS) != 0 : c->ro_trans;
 		if (!c->ro_trans)

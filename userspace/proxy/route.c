@@ -605,6 +605,28 @@ void route_decide(struct client *c, enum cls_token tok, uint32_t flags, enum cls
 			log_debug("proxy: session of %s stays on the writer from now on", c->user);
 		c->pin_writer = true;
 	}
+	/* Inside START TRANSACTION READ ONLY, BEGIN (or START TRANSACTION
+	 * [READ WRITE]) and DDL, LOCK TABLES and the other statements that
+	 * commit implicitly end that transaction and go on outside it: on the
+	 * server that would be the replica's connection, where the write that
+	 * follows must not run (a user with READ_ONLY ADMIN could write
+	 * there). The replica's connection goes (a read-only transaction
+	 * rolled back leaves what a commit would), and the statement is routed
+	 * as outside a transaction: to the writer. So do a multi-statement, a
+	 * CALL (a procedure may commit and start a transaction) and anything
+	 * not understood: plain DML the replica refuses inside READ ONLY, as
+	 * the server would. */
+	if (c->ro_trans &&
+	    (tok == CLS_BEGIN || (flags & (CLS_F_IMPLICIT_COMMIT | CLS_F_MULTI)) ||
+	     (tok == CLS_WRITE && (reason == CLS_R_CALL || reason == CLS_R_NOT_UNDERSTOOD ||
+	                           reason == CLS_R_MULTI || reason == CLS_R_UNTERMINATED)))) {
+		log_debug("proxy: a statement of %s ends its READ ONLY transaction: on to the "
+		          "writer",
+		          c->user);
+		if (c->trx_conn)
+			bconn_free(c->trx_conn);
+		c->ro_trans = false;
+	}
 	c->route = R_WRITER;
 	switch (tok) {
 	case CLS_SESSION:

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# proxy_correct.sh - the 6450 proxy never runs a write on a replica, checked
+# with app_admin (READ_ONLY ADMIN: a replica accepts its writes, so a misroute
+# shows as a row there, not as error 1290) and each server's own counters:
+# the writer's Com_insert delta and the replicas' own GTIDs (writes_mark,
+# local_writes in lib.sh).
+# - Inside START TRANSACTION READ ONLY (on a replica), BEGIN, START
+#   TRANSACTION, DDL, LOCK TABLES end that transaction and go to the writer,
+#   and the session is on the writer afterwards.
+#
+# Runs the engine with tests/proxy_run (db1 writer, db2 and db3 readers).
+. "$(dirname "$0")/lib.sh"
+itest_init proxy_correct
+itest_sandbox_up
+
+PROXY_RUN=$ITEST_BUILD/tests/proxy_run
+PP=6450
+ITEST_APP_ADMIN=1
+ITEST_PROXY_EXTRA="workers = 2
+read_your_writes = gtid" itest_write_config "$T/mysteer.conf"
+"$PROXY_RUN" -c "$T/mysteer.conf" -w db1 -r db2,db3 -t "$T/topo" >"$T/proxy.log" 2>&1 &
+PROXY_PID=$!
+ITEST_PIDS+=("$PROXY_PID")
+wait_until 10 bash -c "echo >/dev/tcp/127.0.0.1/$PP" >/dev/null ||
+	{ echo "not ok - proxy did not listen"; cat "$T/proxy.log"; exit 1; }
+
+# pa QUERY: statements through the proxy as app_admin (the client sends each
+# statement of "a; b" on its own)
+pa() {
+	mariadb --no-defaults -h127.0.0.1 -P$PP -uapp_admin -papp_admin --connect-timeout=5 \
+		-N -B -e "$1"
+}
+# pa_script: statements from stdin (DELIMITER works there)
+pa_script() {
+	mariadb --no-defaults -h127.0.0.1 -P$PP -uapp_admin -papp_admin --connect-timeout=5 -N -B
+}
+replica_port() { [ "$1" = $P2 ] || [ "$1" = $P3 ]; }
+# Waits until both replicas applied everything the writer has.
+replicas_caught_up() {
+	local pos port
+	pos=$(sql_root $P1 "SELECT @@gtid_binlog_pos")
+	for port in $P2 $P3; do
+		[ "$(sql_root $port "SELECT MASTER_GTID_WAIT('$pos', 10)")" = 0 ] || return 1
+	done
+}
+# no_local_writes WHAT: checks that neither replica wrote anything of its own
+no_local_writes() {
+	check_eq "$1: no write ran on replica $P2" 0 "$(local_writes $P2)"
+	check_eq "$1: no write ran on replica $P3" 0 "$(local_writes $P3)"
+}
+
+check_eq "app_admin logs in through 6450" 1 "$(pa 'SELECT 1')"
+check "app_admin holds READ_ONLY ADMIN on the replicas" \
+	grep -q "READ_ONLY ADMIN\|ALL PRIVILEGES" <<<"$(sql $P2 "SHOW GRANTS" app_admin app_admin)"
+pa "CREATE DATABASE IF NOT EXISTS t; CREATE TABLE IF NOT EXISTS t.k (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(40))"
+replicas_caught_up
+
+# --- writes inside START TRANSACTION READ ONLY ------------------------------
+# each case: a read-only transaction on a replica, then a statement that ends
+# it and starts a write; @@port after it says where the session is
+# (in a transaction: on the writer; after DDL, outside one: anywhere)
+ro_case() { # name statements-after-the-read expected-inserts in-trans
+	local out ro_port after
+	writes_mark
+	out=$(printf 'START TRANSACTION READ ONLY;\nSELECT @@port;\n%s;\nSELECT @@port;\nCOMMIT;\n' \
+		"$2" | pa_script)
+	ro_port=$(head -n 1 <<<"$out")
+	after=$(tail -n 1 <<<"$out")
+	measured "$1: the read-only transaction ran on $ro_port, the statement after on $after"
+	check "$1: the read-only transaction ran on a replica" replica_port "$ro_port"
+	[ "$4" = 1 ] && check_eq "$1: the session is on the writer afterwards" $P1 "$after"
+	check_eq "$1: the writer ran the inserts (Com_insert)" "$3" "$(writes_delta $P1)"
+	replicas_caught_up || echo "# replicas did not catch up with the writer"
+	no_local_writes "$1"
+}
+ro_case "BEGIN" "BEGIN; INSERT INTO t.k (v) VALUES ('ro-begin')" 1 1
+ro_case "START TRANSACTION" "START TRANSACTION; INSERT INTO t.k (v) VALUES ('ro-start')" 1 1
+ro_case "START TRANSACTION READ WRITE" \
+	"START TRANSACTION READ WRITE; INSERT INTO t.k (v) VALUES ('ro-rw')" 1 1
+ro_case "CREATE TABLE" "CREATE TABLE t.ro_ddl (a INT); INSERT INTO t.ro_ddl VALUES (1)" 1 0
+ro_case "DROP TABLE" "DROP TABLE t.ro_ddl; INSERT INTO t.k (v) VALUES ('ro-drop')" 1 0
+ro_case "LOCK TABLES" \
+	"LOCK TABLES t.k WRITE; INSERT INTO t.k (v) VALUES ('ro-lock'); UNLOCK TABLES" 1 0
+pa_script <<'SQL'
+DELIMITER //
+CREATE PROCEDURE t.p_rw() BEGIN START TRANSACTION; INSERT INTO t.k (v) VALUES ('ro-call'); COMMIT; END//
+SQL
+replicas_caught_up
+ro_case "CALL of a procedure that begins a transaction" "CALL t.p_rw()" 1 0
+ro_case "a multi-statement" "DELIMITER //
+BEGIN; INSERT INTO t.k (v) VALUES ('ro-multi'); COMMIT//
+DELIMITER ;
+SELECT 1" 1 0
+check_eq "every row written is on the writer" 7 \
+	"$(sql_root $P1 "SELECT COUNT(*) FROM t.k WHERE v LIKE 'ro-%'")"
+out=$(pa "START TRANSACTION READ ONLY; INSERT INTO t.k (v) VALUES ('ro-refused')" 2>&1)
+check "a plain write inside READ ONLY is refused, as the server refuses it" grep -q 1792 <<<"$out"
+check_eq "and wrote nothing anywhere" 0 \
+	"$(sql_root $P1 "SELECT COUNT(*) FROM t.k WHERE v = 'ro-refused'")"
+no_local_writes "a refused write"
+
+itest_proxy_stop "$PROXY_PID" "$T/proxy.log"
+itest_done
