@@ -19,7 +19,7 @@ SAN_FLAGS  ?=
 OPT        ?= -O2
 FUZZ_RUNS  ?= 200000
 
-PKGS       := libbpf inih json-c libpcre2-8 libcrypto
+PKGS       := libbpf inih json-c libpcre2-8 libcrypto libsystemd
 
 # On a fresh machine `make`, `make test` and `make run` install what is missing
 # first, before anything below asks pkg-config for flags.
@@ -46,7 +46,7 @@ FUZZ_TARGETS :=
 INTEG_TESTS  :=
 BPF_OBJS     :=
 
-.PHONY: all test unit fuzz integration asan asan-bins valgrind run bench clean deps format
+.PHONY: install uninstall all test unit fuzz integration asan asan-bins valgrind run bench clean deps format
 all:
 
 include $(sort $(wildcard bpf/module.mk userspace/*/module.mk tests/*/module.mk))
@@ -106,6 +106,35 @@ run: deps all
 
 bench: deps all
 	@scripts/bench.sh
+
+# install / uninstall: the programs, the systemd unit (paths filled in),
+# the example config and the docs. DESTDIR for packaging; PREFIX and
+# SYSCONFDIR as usual. An operator's own $(SYSCONFDIR)/mysteer/mysteer.conf
+# is never written nor removed.
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+SBINDIR    ?= $(PREFIX)/sbin
+DOCDIR     ?= $(PREFIX)/share/doc/mysteer
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+SYSCONFDIR ?= /etc
+INSTALLED  := $(SBINDIR)/mysteerd $(BINDIR)/mysteerctl $(BINDIR)/mysteer-classify \
+	      $(UNITDIR)/mysteerd.service $(SYSCONFDIR)/mysteer/mysteer.conf.example \
+	      $(DOCDIR)/README.md $(addprefix $(DOCDIR)/,$(wildcard docs/*.md))
+
+install: all
+	install -D -m 0755 $(BUILD)/mysteerd $(DESTDIR)$(SBINDIR)/mysteerd
+	install -D -m 0755 $(BUILD)/mysteerctl $(DESTDIR)$(BINDIR)/mysteerctl
+	install -D -m 0755 $(BUILD)/mysteer-classify $(DESTDIR)$(BINDIR)/mysteer-classify
+	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(DOCDIR)/docs
+	sed -e 's#@SBINDIR@#$(SBINDIR)#g' -e 's#@SYSCONFDIR@#$(SYSCONFDIR)#g' \
+	    -e 's#@DOCDIR@#$(DOCDIR)#g' etc/mysteerd.service >$(DESTDIR)$(UNITDIR)/mysteerd.service
+	install -D -m 0644 etc/mysteer.conf $(DESTDIR)$(SYSCONFDIR)/mysteer/mysteer.conf.example
+	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/README.md
+	install -m 0644 docs/*.md $(DESTDIR)$(DOCDIR)/docs/
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	-rmdir $(DESTDIR)$(DOCDIR)/docs $(DESTDIR)$(DOCDIR) $(DESTDIR)$(SYSCONFDIR)/mysteer 2>/dev/null
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')

@@ -18,6 +18,7 @@
 
 static _Atomic int log_level = LOG_LVL_INFO;
 static _Atomic int log_syslog;
+static _Atomic int log_startup_fd = -1;
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
@@ -29,6 +30,11 @@ void log_set_level(enum log_level lvl)
 enum log_level log_get_level(void)
 {
 	return (enum log_level)atomic_load(&log_level);
+}
+
+void log_set_startup_fd(int fd)
+{
+	atomic_store(&log_startup_fd, fd);
 }
 
 void log_set_syslog(int to_syslog)
@@ -115,8 +121,16 @@ void log_vmsg(enum log_level lvl, const char *fmt, va_list ap)
 	if (m < 0)
 		return;
 	if (atomic_load(&log_syslog)) {
-		log_escape(msg, strlen(msg), buf, sizeof(buf));
+		int fd = atomic_load(&log_startup_fd);
+
+		n = log_escape(msg, strlen(msg), buf, sizeof(buf));
 		syslog(syslog_prio[lvl], "%s", buf);
+		if (fd >= 0 && lvl == LOG_LVL_ERROR) {
+			char line[1100];
+			int k = snprintf(line, sizeof(line), "mysteerd: %s\n", buf);
+			ssize_t w = write(fd, line, (size_t)k < sizeof(line) ? (size_t)k : sizeof(line));
+			(void)w; /* the parent is gone: syslog has the line */
+		}
 		return;
 	}
 

@@ -17,6 +17,10 @@ void log_set_level(enum log_level lvl);
 enum log_level log_get_level(void);
 /* to_syslog: 0 = stderr with a timestamp, 1 = syslog(3). */
 void log_set_syslog(int to_syslog);
+/* While fd >= 0, errors are also written there as "mysteerd: MESSAGE" lines:
+ * a detaching daemon's parent shows them, so a failure to start is not only
+ * in syslog. -1 stops it. */
+void log_set_startup_fd(int fd);
 
 void log_msg(enum log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* n bytes of in, as one log line shows them: control characters, DEL,

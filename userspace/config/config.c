@@ -274,6 +274,7 @@ static const struct keydef keydefs[] = {
     {SEC_MYSTEERD, "admin_socket", K_STR, F(admin_socket), 0, 0},
     {SEC_MYSTEERD, "admin_group", K_STR, F(admin_group), 0, 0},
     {SEC_MYSTEERD, "state_file", K_STR, F(state_file), 0, 0},
+    {SEC_MYSTEERD, "pid_file", K_STR, F(pid_file), 0, 0},
     {SEC_MYSTEERD, "bpffs_dir", K_STR, F(bpffs_dir), 0, 0},
     {SEC_MYSTEERD, "log_level", K_LOGLEVEL, F(log_level), 0, 0},
     {SEC_MYSTEERD, "keep_on_exit", K_BOOL, F(keep_on_exit), 0, 0},

@@ -63,6 +63,7 @@ struct config {
 	char admin_socket[108];
 	char admin_group[64];
 	char state_file[4096];
+	char pid_file[4096]; /* empty: none */
 	char bpffs_dir[4096];
 	enum log_level_cfg log_level;
 	bool keep_on_exit;

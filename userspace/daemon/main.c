@@ -5,6 +5,7 @@
  * SIGHUP reloads the config. Signals arrive through a signalfd in the loop,
  * so no handler ever runs in the middle of a probe or a command.
  */
+#define _GNU_SOURCE /* pipe2 */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -15,10 +16,12 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "admin/admin.h"
 #include "common/evloop.h"
+#include "common/io.h"
 #include "common/log.h"
 #include "config/config.h"
 #include "config/state.h"
@@ -98,8 +101,11 @@ static void on_signal(struct evloop *l, int fd, unsigned events, void *arg)
 	while (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		if (si.ssi_signo == SIGHUP) {
 			log_info("SIGHUP: reloading");
+			sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu",
+			           (unsigned long long)mono_us());
 			if (admin_reload(dm->admin, err, sizeof(err)) < 0)
 				log_error("reload failed: %s", err);
+			sd_notify(0, "READY=1");
 			continue;
 		}
 		log_info("signal %u: stopping", si.ssi_signo);
@@ -125,13 +131,46 @@ static int setup_signals(struct daemon *dm)
 	return evloop_add_fd(dm->ctx.loop, dm->sigfd, EV_READ, on_signal, dm);
 }
 
-static int daemonize(void)
+/*
+ * The process that ran `mysteerd` waits here until the daemon says it runs
+ * ("READY" on the pipe) or the pipe closes without it; it prints the errors
+ * the daemon sent meanwhile and exits 0 or 1, so that a BPF or bind failure
+ * is seen by whoever started it, not only in syslog.
+ */
+static void wait_ready(int fd)
 {
+	char buf[4096];
+	size_t len = 0;
+	ssize_t n;
+
+	while (len < sizeof(buf) - 1 &&
+	       ((n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0 || (n < 0 && errno == EINTR)))
+		len += n > 0 ? (size_t)n : 0;
+	buf[len] = 0;
+	if (!strncmp(buf, "READY\n", 6))
+		_exit(0);
+	if (len)
+		fputs(buf, stderr);
+	else
+		fputs("mysteerd: the daemon ended before it was running (see syslog)\n", stderr);
+	_exit(1);
+}
+
+/* Detaches. In the daemon, *ready_fd is the pipe on which it says it runs. */
+static int daemonize(int *ready_fd)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
 	pid_t pid = fork();
 	if (pid < 0)
 		return -1;
-	if (pid > 0)
-		_exit(0);
+	if (pid > 0) {
+		close(p[1]);
+		wait_ready(p[0]);
+	}
+	close(p[0]);
+	*ready_fd = p[1];
 	if (setsid() < 0)
 		return -1;
 	pid = fork();
@@ -196,17 +235,53 @@ static void restore_ids(struct daemon *dm)
 	free(p);
 }
 
+/* The pid file, when configured: written once the daemon runs. */
+static int write_pid_file(const char *path)
+{
+	char line[32];
+	int fd, n;
+
+	if (!path[0])
+		return 0;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	n = snprintf(line, sizeof(line), "%ld\n", (long)getpid());
+	if (fd < 0 || io_write_all(fd, line, (size_t)n) < 0) {
+		log_error("pid_file %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return close(fd);
+}
+
+/* Tells whoever waits that the daemon runs: the parent of a detached start
+ * (ready_fd) and systemd (Type=notify; sd_notify does nothing without
+ * NOTIFY_SOCKET). */
+static void say_ready(int *ready_fd)
+{
+	if (*ready_fd >= 0) {
+		log_set_startup_fd(-1);
+		if (io_write_all(*ready_fd, "READY\n", 6) < 0)
+			log_warn("cannot tell the parent that the daemon runs: %s", strerror(errno));
+		close(*ready_fd);
+		*ready_fd = -1;
+	}
+	sd_notify(0, "READY=1\nSTATUS=steering");
+}
+
 static int run(struct daemon *dm, bool foreground)
 {
 	char err[512];
 	const struct config *cfg = dm->ctx.cfg;
+	int ready_fd = -1;
 
 	if (!foreground) {
-		if (daemonize() < 0) {
+		if (daemonize(&ready_fd) < 0) {
 			fprintf(stderr, "mysteerd: cannot daemonize: %s\n", strerror(errno));
 			return 1;
 		}
 		log_set_syslog(1);
+		log_set_startup_fd(ready_fd);
 	}
 	dm->ctx.loop = evloop_new();
 	dm->ctl = dm->ctx.loop ? controller_new(dm->ctx.loop) : NULL;
@@ -236,9 +311,15 @@ static int run(struct daemon *dm, bool foreground)
 		log_error("%s", err);
 		goto out;
 	}
+	if (write_pid_file(cfg->pid_file) < 0)
+		goto out;
 	log_info("mysteerd running: %zu backend(s), admin socket %s", cfg->nbackends,
 	         cfg->admin_socket);
+	say_ready(&ready_fd);
 	rc = evloop_run(dm->ctx.loop) < 0 ? 1 : 0;
+	sd_notify(0, "STOPPING=1");
+	if (cfg->pid_file[0] && unlink(cfg->pid_file) < 0 && errno != ENOENT)
+		log_warn("pid_file %s: %s", cfg->pid_file, strerror(errno));
 out:
 	stop_services(dm, dm->ctx.cfg->keep_on_exit);
 	controller_free(dm->ctl);

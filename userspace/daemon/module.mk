@@ -11,3 +11,4 @@ $(BUILD)/mysteerd:
 # $(BUILD)/asan/mysteerd, which `make test` builds first (asan-bins).
 INTEG_TESTS += tests/integration/asan_daemon.sh
 INTEG_TESTS += tests/integration/exposure.sh
+INTEG_TESTS += tests/integration/daemon_service.sh
