@@ -8,6 +8,7 @@
 #define _GNU_SOURCE /* pipe2 */
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <limits.h>
 #include <mysql.h>
 #include <signal.h>
@@ -21,6 +22,7 @@
 
 #include "admin/admin.h"
 #include "common/evloop.h"
+#include "daemon/check.h"
 #include "common/io.h"
 #include "common/log.h"
 #include "config/config.h"
@@ -55,9 +57,11 @@ struct daemon {
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: mysteerd -c FILE [-f]\n"
+	fprintf(stderr, "usage: mysteerd -c FILE [-f | --check]\n"
 	                "  -c FILE  the config (docs/CONFIG.md)\n"
-	                "  -f       stay in the foreground and log to stderr\n");
+	                "  -f       stay in the foreground and log to stderr\n"
+	                "  --check  say what the daemon could and could not do here (kernel,\n"
+	                "           capabilities, backends, grants), one line each; start nothing\n");
 }
 
 /* controller_id_hooks: a backend id is held while a started part has
@@ -331,12 +335,18 @@ out:
 int main(int argc, char **argv)
 {
 	const char *path = NULL;
-	bool foreground = false;
+	bool foreground = false, check = false;
 	int opt;
 	char err[1024];
+	static const struct option longopts[] = {{"check", no_argument, NULL, 'C'},
+	                                         {"help", no_argument, NULL, 'h'},
+	                                         {NULL, 0, NULL, 0}};
 
-	while ((opt = getopt(argc, argv, "c:fh")) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:fh", longopts, NULL)) != -1) {
 		switch (opt) {
+		case 'C':
+			check = true;
+			break;
 		case 'c':
 			path = optarg;
 			break;
@@ -368,6 +378,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	log_set_level((enum log_level)cfg->log_level);
+	if (check) {
+		int rc = mysql_library_init(0, NULL, NULL) ? 1 : daemon_check(cfg, stdout);
+		mysql_library_end();
+		config_free(cfg);
+		return rc;
+	}
 	state_init(&dm.ov);
 	if (state_load(cfg->state_file, &dm.ov, err, sizeof(err)) < 0) {
 		fprintf(stderr, "mysteerd: %s\n", err);

@@ -2,7 +2,8 @@
 # mysteerd add their objects to DAEMON_OBJS in their own fragments; the top
 # Makefile attaches DAEMON_OBJS as prerequisites after every fragment.
 BINS        += $(BUILD)/mysteerd
-DAEMON_OBJS += $(BUILD)/obj/userspace/daemon/main.o $(COMMON_OBJS)
+DAEMON_OBJS += $(BUILD)/obj/userspace/daemon/main.o $(BUILD)/obj/userspace/daemon/check.o \
+	       $(COMMON_OBJS)
 
 $(BUILD)/mysteerd:
 	$(CC) $(LDFLAGS) $(filter %.o,$^) $(LDLIBS) -o $@
@@ -12,3 +13,4 @@ $(BUILD)/mysteerd:
 INTEG_TESTS += tests/integration/asan_daemon.sh
 INTEG_TESTS += tests/integration/exposure.sh
 INTEG_TESTS += tests/integration/daemon_service.sh
+INTEG_TESTS += tests/integration/preflight.sh
