@@ -304,6 +304,16 @@ static const struct bad bad_configs[] = {
      4, "admin_socket: value too long"},
     {BE "[route:r]\nport = 1\nrole = reader\n[route:r]\nport = 2\n", 6,
      "duplicate route name \"r\""},
+    {"[routing:x]\nbind_port = 7000\nrole = PRIMARY_AND_SECONDARY\n" BE, 3,
+     "role: role \"PRIMARY_AND_SECONDARY\" not supported"},
+    {"[routing:x]\nbind_port = 7000\ndestinations = metadata-cache://c/?role=ANY\n" BE, 3,
+     "destinations: role \"ANY\" not supported"},
+    {"[routing:x]\nbind_port = 7000\nmax_connections = 10\n" BE, 3,
+     "unknown key \"max_connections\" in [routing:x] (of MySQL Router's keys mysteer takes"},
+    {"[routing:x]\nbind_port = 7000\nprotocol = x\n" BE, 3, "protocol: \"x\" not supported"},
+    {"[routing:x]\nbind_port = 7000\nrouting_strategy = fastest\n" BE, 3,
+     "routing_strategy: unknown value \"fastest\""},
+    {"[routing:x]\nport = 7000\n" BE, 2, "unknown key \"port\" in [routing:x]"},
     /* the ninth route: the eBPF maps hold 8 */
     {"[route:a]\nport=1\n[route:b]\nport=2\n[route:c]\nport=3\n[route:d]\nport=4\n"
      "[route:e]\nport=5\n[route:f]\nport=6\n[route:g]\nport=7\n[route:h]\nport=8\n"
@@ -364,6 +374,40 @@ START_TEST(test_warn_shared_address)
 	ck_assert_msg(strstr(out, "dup-address.conf:4: backends \"a\" and \"b\" are at one "
 	                          "address 127.0.0.1:3306"),
 	              "%s", out);
+}
+END_TEST
+
+/* MySQL Router's routing sections carry over as routes. */
+START_TEST(test_router_sections)
+{
+	static const char text[] =
+	    PW "[routing:primary]\nbind_address = 0.0.0.0\nbind_port = 6446\n"
+	       "destinations = metadata-cache://mycluster/?role=PRIMARY\n"
+	       "routing_strategy = first-available\nprotocol = classic\n"
+	       "[routing:secondary]\nbind_port = 6447\n"
+	       "destinations = metadata-cache://mycluster/?role=SECONDARY&"
+	       "disconnect_on_promoted_to_primary=yes\n"
+	       "routing_strategy = round-robin-with-fallback\n"
+	       "[routing:legacy]\nbind_port = 7001\nmode = read-only\n"
+	       "destinations = 10.0.0.1:3306,10.0.0.2:3306\n"
+	       "[route:split]\nport = 6450\nrole = split\n" BE;
+	char out[4096];
+	struct config *c = load_text(text);
+
+	ck_assert_msg(c, "%s", errbuf);
+	ck_assert_int_eq(c->nroutes, 4);
+	ck_assert_str_eq(c->routes[0].name, "primary");
+	ck_assert_int_eq(c->routes[0].port, 6446);
+	ck_assert_int_eq(c->routes[0].role, ROUTE_WRITER);
+	ck_assert_int_eq(c->routes[1].port, 6447);
+	ck_assert_int_eq(c->routes[1].role, ROUTE_READER);
+	ck_assert_int_eq(c->routes[2].role, ROUTE_READER);
+	ck_assert_int_eq(c->routes[3].role, ROUTE_SPLIT);
+	config_free(c);
+	capture_warnings(write_conf("t.conf", text, 0600), out, sizeof(out));
+	ck_assert_msg(strstr(out, "t.conf:4: bind_address is not used"), "%s", out);
+	ck_assert_msg(strstr(out, "t.conf:16: destinations: the list is not used"), "%s", out);
+	ck_assert_msg(strstr(out, "routing_strategy is not used: [steer] reader_policy"), "%s", out);
 }
 END_TEST
 
@@ -713,6 +757,7 @@ static Suite *suite(void)
 	                    (int)(sizeof(bad_configs) / sizeof(bad_configs[0])));
 	tcase_add_test(tc, test_missing_file);
 	tcase_add_test(tc, test_warn_shared_address);
+	tcase_add_test(tc, test_router_sections);
 	tcase_add_test(tc, test_warn_readable_password);
 	tcase_add_test(tc, test_probe_password_required);
 	tcase_add_test(tc, test_password_file);

@@ -67,7 +67,8 @@ struct pctx {
 	int probe_line;            /* the first [probe] header, 0: none */
 	bool probe_password_given; /* [probe] password or password_file */
 	bool route_given;
-	int *user_lines; /* section line of each user, for late checks */
+	bool router_syntax; /* the current route is a MySQL Router [routing:NAME] */
+	int *user_lines;    /* section line of each user, for late checks */
 };
 
 static void fail(struct pctx *p, int line, const char *fmt, ...)
@@ -593,7 +594,10 @@ static void begin_section(struct pctx *p, const char *name)
 	static const struct {
 		const char *prefix;
 		enum sect sec;
-	} named[] = {{"route:", SEC_ROUTE}, {"backend:", SEC_BACKEND}, {"user:", SEC_USER}};
+	} named[] = {{"route:", SEC_ROUTE},
+	             {"routing:", SEC_ROUTE}, /* MySQL Router's, see set_router_key */
+	             {"backend:", SEC_BACKEND},
+	             {"user:", SEC_USER}};
 
 	p->sec = SEC_NONE;
 	p->sec_line = p->line;
@@ -610,13 +614,14 @@ static void begin_section(struct pctx *p, const char *name)
 
 		if (strncmp(name, named[i].prefix, n))
 			continue;
+		p->router_syntax = !strcmp(named[i].prefix, "routing:");
 		if (begin_named(p, named[i].sec, name + n))
 			p->sec = named[i].sec;
 		return;
 	}
 	fail(p, p->line,
-	     "unknown section [%s] (want mysteerd, probe, steer, proxy, route:NAME, "
-	     "backend:NAME, user:NAME)",
+	     "unknown section [%s] (want mysteerd, probe, steer, proxy, route:NAME "
+	     "(or routing:NAME), backend:NAME, user:NAME)",
 	     name);
 }
 
@@ -636,11 +641,94 @@ static bool check_port(struct pctx *p, const char *value, uint16_t *port)
 	return true;
 }
 
+/* A route role in MySQL Router's words (PRIMARY, SECONDARY; read-write,
+ * read-only of its older `mode`) or mysteer's. */
+static bool router_role(struct pctx *p, struct config_route *r, const char *key, const char *v)
+{
+	static const struct {
+		const char *word;
+		enum route_role role;
+	} words[] = {{"PRIMARY", ROUTE_WRITER},   {"read-write", ROUTE_WRITER},
+	             {"SECONDARY", ROUTE_READER}, {"read-only", ROUTE_READER},
+	             {"writer", ROUTE_WRITER},    {"reader", ROUTE_READER},
+	             {"split", ROUTE_SPLIT}};
+	size_t n = strcspn(v, "&");
+
+	for (size_t i = 0; i < NELEM(words); i++)
+		if (strlen(words[i].word) == n && !strncasecmp(v, words[i].word, n)) {
+			r->role = words[i].role;
+			return true;
+		}
+	fail(p, p->line,
+	     "%s: role \"%.*s\" not supported (want PRIMARY or SECONDARY; mysteer routes "
+	     "by role, PRIMARY_AND_SECONDARY has no equivalent)",
+	     key, (int)n, v);
+	return false;
+}
+
+/*
+ * MySQL Router's [routing:NAME] keys, so that its sections carry over as they
+ * are: what mysteer does the same way is taken; what mysteer decides
+ * elsewhere (servers from [backend:] sections and their probed roles, one
+ * reader_policy, the addresses of [steer] and [proxy]) is accepted with a
+ * warning that says where; anything else is an error naming what is taken.
+ */
+static bool set_router_key(struct pctx *p, struct config_route *r, const char *key,
+                           const char *value)
+{
+	static const char *const strategies[] = {"first-available", "next-available", "round-robin",
+	                                         "round-robin-with-fallback"};
+	const char *q;
+
+	if (!strcmp(key, "bind_port"))
+		return check_port(p, value, &r->port);
+	if (!strcmp(key, "role") || !strcmp(key, "mode"))
+		return router_role(p, r, key, value);
+	if (!strcmp(key, "destinations")) {
+		q = strstr(value, "role=");
+		if (!strncmp(value, "metadata-cache://", 17) && q)
+			return router_role(p, r, "destinations", q + 5);
+		log_warn("%s:%d: destinations: the list is not used: mysteer routes to the "
+		         "[backend:] sections by the role their probes find",
+		         p->c->path, p->line);
+		return true;
+	}
+	if (!strcmp(key, "bind_address")) {
+		log_warn("%s:%d: bind_address is not used: 6446/6447 are steered at [steer] vip, "
+		         "6450 listens on [proxy] bind",
+		         p->c->path, p->line);
+		return true;
+	}
+	if (!strcmp(key, "routing_strategy")) {
+		if (parse_enum(value, strategies, NELEM(strategies)) < 0) {
+			fail(p, p->line, "routing_strategy: unknown value \"%s\"", value);
+			return false;
+		}
+		log_warn("%s:%d: routing_strategy is not used: [steer] reader_policy chooses "
+		         "readers for every route",
+		         p->c->path, p->line);
+		return true;
+	}
+	if (!strcmp(key, "protocol")) {
+		if (strcasecmp(value, "classic") == 0)
+			return true;
+		fail(p, p->line, "protocol: \"%s\" not supported (only classic)", value);
+		return false;
+	}
+	fail(p, p->line,
+	     "unknown key \"%s\" in [%s] (of MySQL Router's keys mysteer takes bind_port, "
+	     "bind_address, destinations, role, mode, routing_strategy, protocol)",
+	     key, p->where);
+	return false;
+}
+
 static bool set_route(struct pctx *p, const char *key, const char *value)
 {
 	struct config_route *r = &p->c->routes[p->cur];
 	int role;
 
+	if (p->router_syntax)
+		return set_router_key(p, r, key, value);
 	if (!strcmp(key, "port"))
 		return check_port(p, value, &r->port);
 	if (!strcmp(key, "role")) {
