@@ -5,7 +5,8 @@
 # RELOADING=1 then READY=1 around SIGHUP, STOPPING=1) on a real
 # NOTIFY_SOCKET; the unit file passes `systemd-analyze verify` as `make
 # install` writes it; `make uninstall` removes what install wrote. No
-# sandbox: a daemon whose only backend is down still runs.
+# sandbox: a daemon whose only backend is down still runs. Its log, as
+# log_format = json, parses line by line.
 . "$(dirname "$0")/lib.sh"
 itest_init daemon_service
 
@@ -59,7 +60,10 @@ PY
 ITEST_PIDS+=($!)
 ms=$(wait_until 60 test -S "$T/notify")
 check "the notification listener is up (${ms} ms)" test -S "$T/notify"
-NOTIFY_SOCKET=$T/notify itest_daemon_start "$T/ok.conf" || exit 1
+# This daemon also logs as JSON: every line must parse on its own.
+sed 's/^log_level = .*/&\nlog_format = json/' "$T/ok.conf" >"$T/json.conf"
+chmod 600 "$T/json.conf"
+NOTIFY_SOCKET=$T/notify itest_daemon_start "$T/json.conf" || exit 1
 notes() { grep -c "$1" "$T/notes" 2>/dev/null; }
 has() { [ "$(notes "$1")" -ge "$2" ]; }
 ms=$(wait_until 10 has READY=1 1)
@@ -71,6 +75,19 @@ check "SIGHUP: RELOADING=1 with MONOTONIC_USEC, then READY=1 again (${ms} ms)" \
 itest_daemon_stop TERM
 check "STOPPING=1 at stop" has STOPPING=1 1
 measured "notifications: $(tr '\n' '|' <"$T/notes")"
+json_log_ok() {
+	python3 -c '
+import json, sys
+n = 0
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    assert set(d) == {"ts", "level", "msg"}, d
+    n += 1
+assert n >= 3, n
+print("measured: %d JSON log lines, e.g. %s" % (n, line.strip()[:160]))
+' "$T/mysteerd.log"
+}
+check "log_format = json: every line of the log is one JSON object" json_log_ok
 
 # --- the unit as make install writes it ---------------------------------------------
 make -s -C "$ITEST_ROOT" install DESTDIR="$T/root">"$T/install.log" 2>&1

@@ -68,6 +68,7 @@ START_TEST(test_shipped_config)
 	ck_assert_str_eq(c->state_file, "/var/lib/mysteer/state");
 	ck_assert_str_eq(c->bpffs_dir, "/sys/fs/bpf/mysteer");
 	ck_assert_int_eq(c->log_level, CFG_LOG_INFO);
+	ck_assert_int_eq(c->log_format, CFG_LOG_TEXT);
 	ck_assert(!c->keep_on_exit);
 	ck_assert_int_eq(c->interval_ms, 200);
 	ck_assert_int_eq(c->timeout_ms, 500);
@@ -266,6 +267,7 @@ static const struct bad bad_configs[] = {
     {BE "[steer]\nreader_policy = rr\n", 4, "reader_policy: unknown value"},
     {BE "[proxy]\nread_your_writes = maybe\n", 4, "read_your_writes: unknown value"},
     {BE "[mysteerd]\nlog_level = loud\n", 4, "log_level: unknown value"},
+    {BE "[mysteerd]\nlog_format = xml\n", 4, "log_format: unknown value \"xml\""},
     {BE "[mysteerd]\nkeep_on_exit = perhaps\n", 4, "keep_on_exit: bad value"},
     {BE "[steer]\nvip = 127.0.0.1, 300.1.1.1\n", 4, "vip: bad address \"300.1.1.1\""},
     {BE "[steer]\nvip = example.com\n", 4, "vip: bad address"},

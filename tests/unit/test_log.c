@@ -65,6 +65,35 @@ START_TEST(one_line)
 }
 END_TEST
 
+/* log_format = json: one object a line that a JSON parser takes back whole,
+ * whatever the message holds. */
+START_TEST(json_line)
+{
+	int fds[2], saved = dup(STDERR_FILENO);
+	char buf[1024];
+	ssize_t n;
+
+	ck_assert_int_eq(pipe(fds), 0);
+	ck_assert_int_ge(dup2(fds[1], STDERR_FILENO), 0);
+	log_set_level(LOG_LVL_INFO);
+	log_set_format(LOG_FMT_JSON);
+	log_warn("writer db1 -> db2 (\"%s\")", "q\\b\n\x01");
+	log_set_format(LOG_FMT_TEXT);
+	ck_assert_int_ge(dup2(saved, STDERR_FILENO), 0);
+	close(fds[1]);
+	n = read(fds[0], buf, sizeof(buf) - 1);
+	ck_assert_int_gt(n, 0);
+	buf[n] = 0;
+	close(fds[0]);
+	close(saved);
+	ck_assert_msg(!strncmp(buf, "{\"ts\":\"", 7), "%s", buf);
+	ck_assert_msg(strstr(buf, "Z\",\"level\":\"warn\",\"msg\":\"writer db1 -> db2 "
+	                          "(\\\"q\\\\\\\\b\\\\x0a\\\\x01\\\")\"}\n"),
+	              "%s", buf);
+	ck_assert_ptr_eq(strchr(buf, '\n'), buf + n - 1);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("log");
@@ -74,6 +103,7 @@ int main(void)
 
 	tcase_add_test(tc, escapes);
 	tcase_add_test(tc, one_line);
+	tcase_add_test(tc, json_line);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -126,6 +126,7 @@ int admin_reload(struct admin *a, char *err, size_t errlen)
 	}
 	a->env.d->cfg = nc;
 	log_set_level((enum log_level)nc->log_level);
+	log_set_format((enum log_format)nc->log_format);
 	for (size_t i = 0; i < a->env.nservices; i++)
 		if (a->env.services[i] && a->env.services[i]->reload)
 			a->env.services[i]->reload(a->env.d, nc);

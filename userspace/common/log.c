@@ -19,6 +19,7 @@
 static _Atomic int log_level = LOG_LVL_INFO;
 static _Atomic int log_syslog;
 static _Atomic int log_startup_fd = -1;
+static _Atomic int log_format = LOG_FMT_TEXT;
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
@@ -30,6 +31,43 @@ void log_set_level(enum log_level lvl)
 enum log_level log_get_level(void)
 {
 	return (enum log_level)atomic_load(&log_level);
+}
+
+void log_set_format(enum log_format fmt)
+{
+	atomic_store(&log_format, fmt);
+}
+
+/* s (already log-escaped: printable UTF-8, no control byte) as the inside
+ * of a JSON string: only '"' and '\\' need a backslash. */
+static size_t json_inside(const char *s, char *out, size_t cap)
+{
+	size_t o = 0;
+
+	for (; *s && o + 2 < cap; s++) {
+		if (*s == '"' || *s == '\\')
+			out[o++] = '\\';
+		out[o++] = *s;
+	}
+	out[o] = 0;
+	return o;
+}
+
+/* One JSON log line (without the newline) into out. */
+static size_t json_line(enum log_level lvl, const char *escaped, char *out, size_t cap)
+{
+	struct timespec ts;
+	struct tm tm;
+	size_t n;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	n = strftime(out, cap, "{\"ts\":\"%Y-%m-%dT%H:%M:%S", &tm);
+	n += (size_t)snprintf(out + n, cap - n, ".%03ldZ\",\"level\":\"%s\",\"msg\":\"",
+	                      ts.tv_nsec / 1000000, level_names[lvl]);
+	n += json_inside(escaped, out + n, cap - n - 2);
+	n += (size_t)snprintf(out + n, cap - n, "\"}");
+	return n < cap ? n : cap - 1;
 }
 
 void log_set_startup_fd(int fd)
@@ -111,40 +149,44 @@ size_t log_escape(const char *in, size_t n, char *out, size_t cap)
 void log_vmsg(enum log_level lvl, const char *fmt, va_list ap)
 {
 	static const int syslog_prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
-	char buf[1024], msg[1024];
+	char msg[1024], esc[1024], line[2400];
+	bool json = atomic_load(&log_format) == LOG_FMT_JSON;
 	size_t n = 0;
-	int m;
 
 	if ((int)lvl > atomic_load(&log_level))
 		return;
-	m = vsnprintf(msg, sizeof(msg), fmt, ap);
-	if (m < 0)
+	if (vsnprintf(msg, sizeof(msg), fmt, ap) < 0)
 		return;
+	log_escape(msg, strlen(msg), esc, sizeof(esc));
+	if (json)
+		n = json_line(lvl, esc, line, sizeof(line) - 1);
 	if (atomic_load(&log_syslog)) {
 		int fd = atomic_load(&log_startup_fd);
 
-		n = log_escape(msg, strlen(msg), buf, sizeof(buf));
-		syslog(syslog_prio[lvl], "%s", buf);
+		syslog(syslog_prio[lvl], "%s", json ? line : esc);
 		if (fd >= 0 && lvl == LOG_LVL_ERROR) {
-			char line[1100];
-			int k = snprintf(line, sizeof(line), "mysteerd: %s\n", buf);
-			ssize_t w = write(fd, line, (size_t)k < sizeof(line) ? (size_t)k : sizeof(line));
+			char err[1100];
+			int k = snprintf(err, sizeof(err), "mysteerd: %s\n", esc);
+			ssize_t w =
+			    write(fd, err, (size_t)k < sizeof(err) ? (size_t)k : sizeof(err));
 			(void)w; /* the parent is gone: syslog has the line */
 		}
 		return;
 	}
+	if (!json) {
+		struct timespec ts;
+		struct tm tm;
 
-	struct timespec ts;
-	struct tm tm;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	localtime_r(&ts.tv_sec, &tm);
-	n = strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", &tm);
-	n += (size_t)snprintf(buf + n, sizeof(buf) - n, ".%03ld %s: ", ts.tv_nsec / 1000000,
-	                      level_names[lvl]);
-	n += log_escape(msg, strlen(msg), buf + n, sizeof(buf) - n - 1);
-	buf[n++] = '\n';
+		clock_gettime(CLOCK_REALTIME, &ts);
+		localtime_r(&ts.tv_sec, &tm);
+		n = strftime(line, sizeof(line), "%Y-%m-%d %H:%M:%S", &tm);
+		n += (size_t)snprintf(line + n, sizeof(line) - n, ".%03ld %s: %s",
+		                      ts.tv_nsec / 1000000, level_names[lvl], esc);
+		n = n < sizeof(line) - 1 ? n : sizeof(line) - 2;
+	}
+	line[n++] = '\n';
 	/* One write per line keeps lines from different threads whole. */
-	ssize_t w = write(STDERR_FILENO, buf, n);
+	ssize_t w = write(STDERR_FILENO, line, n);
 	(void)w;
 }
 

@@ -13,7 +13,12 @@
 
 enum log_level { LOG_LVL_ERROR = 0, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
 
+enum log_format { LOG_FMT_TEXT = 0, LOG_FMT_JSON };
+
 void log_set_level(enum log_level lvl);
+/* JSON: one object a line, {"ts":"...","level":"...","msg":"..."}, for log
+ * shippers; the message is escaped as in text, then for JSON. */
+void log_set_format(enum log_format fmt);
 enum log_level log_get_level(void);
 /* to_syslog: 0 = stderr with a timestamp, 1 = syslog(3). */
 void log_set_syslog(int to_syslog);

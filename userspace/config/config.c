@@ -250,6 +250,7 @@ enum ktype {
 	K_U64,
 	K_BOOL,
 	K_LOGLEVEL,
+	K_LOGFMT,
 	K_WPOL,
 	K_RPOL,
 	K_RYW,
@@ -278,6 +279,7 @@ static const struct keydef keydefs[] = {
     {SEC_MYSTEERD, "pid_file", K_STR, F(pid_file), 0, 0},
     {SEC_MYSTEERD, "bpffs_dir", K_STR, F(bpffs_dir), 0, 0},
     {SEC_MYSTEERD, "log_level", K_LOGLEVEL, F(log_level), 0, 0},
+    {SEC_MYSTEERD, "log_format", K_LOGFMT, F(log_format), 0, 0},
     {SEC_MYSTEERD, "keep_on_exit", K_BOOL, F(keep_on_exit), 0, 0},
 
     {SEC_PROBE, "interval_ms", K_INT, F(interval_ms), 1, 3600000},
@@ -318,6 +320,7 @@ static const struct keydef keydefs[] = {
 };
 
 static const char *const log_level_names[] = {"error", "warn", "info", "debug"};
+static const char *const log_format_names[] = {"text", "json"};
 static const char *const wpol_names[] = {"read_only", "priority"};
 static const char *const rpol_names[] = {"random", "least_conn"};
 static const char *const ryw_names[] = {"off", "window", "gtid"};
@@ -480,6 +483,8 @@ static bool set_fixed(struct pctx *p, const struct keydef *k, const char *value)
 		return true;
 	case K_LOGLEVEL:
 		return set_enum(p, k->key, value, log_level_names, NELEM(log_level_names), dst);
+	case K_LOGFMT:
+		return set_enum(p, k->key, value, log_format_names, NELEM(log_format_names), dst);
 	case K_WPOL:
 		return set_enum(p, k->key, value, wpol_names, NELEM(wpol_names), dst);
 	case K_RPOL:

@@ -28,6 +28,7 @@
 #define CONFIG_WEIGHT_MAX   1000000
 
 enum log_level_cfg { CFG_LOG_ERROR = 0, CFG_LOG_WARN, CFG_LOG_INFO, CFG_LOG_DEBUG };
+enum log_format_cfg { CFG_LOG_TEXT = 0, CFG_LOG_JSON }; /* as enum log_format */
 enum writer_policy { WRITER_POLICY_READ_ONLY = 0, WRITER_POLICY_PRIORITY };
 enum reader_policy { READER_POLICY_RANDOM = 0, READER_POLICY_LEAST_CONN };
 enum ryw_mode { RYW_OFF = 0, RYW_WINDOW, RYW_GTID };
@@ -66,6 +67,7 @@ struct config {
 	char pid_file[4096]; /* empty: none */
 	char bpffs_dir[4096];
 	enum log_level_cfg log_level;
+	enum log_format_cfg log_format;
 	bool keep_on_exit;
 
 	/* [probe] */

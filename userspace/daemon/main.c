@@ -378,6 +378,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	log_set_level((enum log_level)cfg->log_level);
+	log_set_format((enum log_format)cfg->log_format);
 	if (check) {
 		int rc = mysql_library_init(0, NULL, NULL) ? 1 : daemon_check(cfg, stdout);
 		mysql_library_end();
