@@ -12,6 +12,7 @@ PACKAGES=(
 	clang llvm libclang-rt-14-dev
 	libbpf-dev bpftool libelf-dev zlib1g-dev
 	libinih-dev libjson-c-dev libpcre2-dev libssl-dev libsystemd-dev systemd
+	tmux
 	libmariadb-dev-compat libmariadb-dev mariadb-server mariadb-client mariadb-test
 	check
 	iproute2 util-linux procps

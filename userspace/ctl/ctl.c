@@ -47,6 +47,7 @@ const char ctl_usage[] =
     "  exec -- CMD [ARG...]        run CMD inside the steered cgroup\n"
     "  detach                      remove every mysteer eBPF program and pin\n"
     "                              (bpffs_dir, cgroup, this netns; daemon not needed)\n"
+    "  top                         backends with rates, redrawn each second (q quits)\n"
     "options:\n"
     "  --socket PATH   admin socket (default: admin_socket of -c FILE, else\n"
     "                  $" ADMIN_SOCKET_ENV ", else " ADMIN_DEFAULT_SOCKET ")\n"
@@ -71,6 +72,7 @@ static const struct {
     {"maps", CTL_MAPS, 0, 0},
     {"exec", CTL_EXEC, 0, 0},
     {"detach", CTL_DETACH, 0, 0},
+    {"top", CTL_TOP, 0, 0},
     {"help", CTL_HELP, 0, 0},
 };
 
@@ -173,7 +175,7 @@ static int parse_positional(struct ctl_request *req, char **pos, int npos, char 
 	if (req->cmd == CTL_RESET && npos == 0)
 		return CTL_PARSE_OK;
 	if (req->cmd == CTL_STATUS || req->cmd == CTL_RELOAD || req->cmd == CTL_MAPS ||
-	    req->cmd == CTL_DETACH || req->cmd == CTL_HELP)
+	    req->cmd == CTL_DETACH || req->cmd == CTL_HELP || req->cmd == CTL_TOP)
 		return CTL_PARSE_OK;
 	rc = set_name(req, pos[0], err, errlen);
 	if (rc)
@@ -854,6 +856,8 @@ int ctl_main(int argc, char **argv)
 		return ctl_detach(&req);
 	if (ctl_socket_path(&req, sock, sizeof(sock), err, sizeof(err)))
 		return fail("%s", err);
+	if (req.cmd == CTL_TOP)
+		return ctl_top(sock, 1000, stdout);
 	request = ctl_build_request(&req);
 	if (!request)
 		return fail("out of memory");

@@ -31,6 +31,7 @@ enum ctl_cmd {
 	CTL_MAPS,
 	CTL_EXEC,
 	CTL_DETACH,
+	CTL_TOP,
 };
 
 struct ctl_request {
@@ -71,6 +72,10 @@ json_object *ctl_build_request(const struct ctl_request *req);
 
 /* One request/reply exchange. 0 with *reply (caller puts it), or -1 with a
  * one-line reason ("daemon not running (PATH: ...)"). */
+/* `mysteerctl top`: the status redrawn every interval_ms with rates, until
+ * "q" or SIGINT. Returns a CTL_EXIT_* code. */
+int ctl_top(const char *socket_path, int interval_ms, FILE *out);
+
 int ctl_call(const char *socket_path, json_object *request, json_object **reply, char *err,
              size_t errlen);
 

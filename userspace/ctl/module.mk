@@ -2,7 +2,7 @@
 # (to find admin_socket with -c FILE), the log and io modules, maps_dump (`maps`) and
 # leftover.c (`detach`), named by path: userspace/maps/module.mk is read after
 # this one.
-CTL_OBJS := $(BUILD)/obj/userspace/ctl/ctl.o $(CONFIG_OBJS) $(BUILD)/obj/userspace/common/log.o \
+CTL_OBJS := $(BUILD)/obj/userspace/ctl/ctl.o $(BUILD)/obj/userspace/ctl/top.o $(CONFIG_OBJS) $(BUILD)/obj/userspace/common/log.o \
 	    $(BUILD)/obj/userspace/common/io.o \
 	    $(BUILD)/obj/userspace/maps/dump.o $(BUILD)/obj/userspace/maps/leftover.o
 
@@ -17,3 +17,4 @@ $(BUILD)/tests/test_ctl: $(BUILD)/obj/tests/unit/test_ctl.o $(CTL_OBJS)
 	$(CC) $(LDFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
 
 INTEG_TESTS += tests/integration/ctl.sh
+INTEG_TESTS += tests/integration/ctl_top.sh
