@@ -7,6 +7,9 @@
 # - Inside START TRANSACTION READ ONLY (on a replica), BEGIN, START
 #   TRANSACTION, DDL, LOCK TABLES end that transaction and go to the writer,
 #   and the session is on the writer afterwards.
+# - A SET that fails when run again leaves the earlier identical one in the
+#   session's history; a COM_INIT_DB the server refused leaves the session's
+#   schema as it was (also for the pooled connection it leaves behind).
 #
 # Runs the engine with tests/proxy_run (db1 writer, db2 and db3 readers).
 . "$(dirname "$0")/lib.sh"
@@ -16,7 +19,8 @@ itest_sandbox_up
 PROXY_RUN=$ITEST_BUILD/tests/proxy_run
 PP=6450
 ITEST_APP_ADMIN=1
-ITEST_PROXY_EXTRA="workers = 2
+# one worker: the schema case below needs the pool of the session before
+ITEST_PROXY_EXTRA="workers = 1
 read_your_writes = gtid" itest_write_config "$T/mysteer.conf"
 "$PROXY_RUN" -c "$T/mysteer.conf" -w db1 -r db2,db3 -t "$T/topo" >"$T/proxy.log" 2>&1 &
 PROXY_PID=$!
@@ -32,7 +36,7 @@ pa() {
 }
 # pa_script: statements from stdin (DELIMITER works there)
 pa_script() {
-	mariadb --no-defaults -h127.0.0.1 -P$PP -uapp_admin -papp_admin --connect-timeout=5 -N -B
+	mariadb --no-defaults -h127.0.0.1 -P$PP -uapp_admin -papp_admin --connect-timeout=5 -N -B "$@"
 }
 replica_port() { [ "$1" = $P2 ] || [ "$1" = $P3 ]; }
 # Waits until both replicas applied everything the writer has.
@@ -98,6 +102,44 @@ check "a plain write inside READ ONLY is refused, as the server refuses it" grep
 check_eq "and wrote nothing anywhere" 0 \
 	"$(sql_root $P1 "SELECT COUNT(*) FROM t.k WHERE v = 'ro-refused'")"
 no_local_writes "a refused write"
+
+# --- session history and schema ---------------------------------------------
+# SET gtid_domain_id is refused inside a transaction (1774): the same SET,
+# which succeeded before, fails there, and the setting still holds, also on
+# the replica the next read goes to (where the history is replayed)
+out=$(pa_script --force <<'SQL' 2>&1
+SET SESSION gtid_domain_id = 7;
+BEGIN;
+SELECT 1;
+SET SESSION gtid_domain_id = 7;
+ROLLBACK;
+SELECT @@session.gtid_domain_id, @@port;
+SQL
+)
+sed 's/^/# /' <<<"$out"
+check "the same SET inside a transaction failed" grep -q "ERROR" <<<"$out"
+last=$(tail -n 1 <<<"$out")
+check_eq "a SET that failed when run again keeps the earlier one's setting" 7 "${last%%	*}"
+check "that read ran on a replica (the history replayed there)" replica_port "${last##*	}"
+
+# USE of a schema that does not exist (the CLI sends COM_INIT_DB): refused,
+# the session stays in t; its writer connection, parked with a reset after
+# a statement with a warning, keeps t as its schema in the pool, so a
+# session that logs in to that schema once it exists is in it
+out=$(mariadb --no-defaults -h127.0.0.1 -P$PP -uapp_admin -papp_admin --comments --force \
+	-N -B t 2>&1 <<'SQL'
+use nosuch_db
+SELECT /* mysteer:writer */ 1/0, DATABASE();
+SQL
+)
+sed 's/^/# /' <<<"$out"
+check "COM_INIT_DB to a missing schema is refused" grep -q "ERROR 1049" <<<"$out"
+check "the session stays in its schema" grep -q "^NULL	t$" <<<"$out"
+sql_root $P1 "CREATE DATABASE nosuch_db"
+replicas_caught_up
+out=$(mariadb --no-defaults -h127.0.0.1 -P$PP -uapp_admin -papp_admin --comments -N -B \
+	nosuch_db -e "SELECT /* mysteer:writer */ DATABASE()" 2>&1)
+check_eq "a session logged in to that schema later is in it" nosuch_db "$out"
 
 itest_proxy_stop "$PROXY_PID" "$T/proxy.log"
 itest_done

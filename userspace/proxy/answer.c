@@ -428,7 +428,12 @@ static void on_answer_done(struct client *c, struct bconn *b)
 	if (c->cur_hist && !ok) {
 		hist_pop(c);
 		b->hist_applied = c->nhist;
+	} else if (c->cur_hist) {
+		hist_commit(c);
+		b->hist_applied = c->nhist;
 	}
+	/* a USE or COM_INIT_DB the server refused left the schema as it was */
+	db_change_end(c, ok);
 	if (c->cur_ps && c->cur_kind == RESP_PREPARE && !ok)
 		ps_free(c, c->cur_ps);
 	else if (c->cur_ps)

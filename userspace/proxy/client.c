@@ -197,6 +197,7 @@ void cmd_fail_state(struct client *c, uint16_t code, const char *sqlstate, const
 	else if (c->cur_ps)
 		ps_drop_longdata(c, c->cur_ps);
 	c->cur_ps = NULL;
+	db_change_end(c, false); /* the statement never ran */
 	if (c->cur_hist && c->nhist > 0) {
 		hist_pop(c);
 		if (c->wconn && c->wconn->hist_applied > c->nhist)
@@ -388,6 +389,8 @@ static void client_command(struct client *c, const uint8_t *p, size_t n)
 {
 	buf_consume(&c->cmd, buf_used(&c->cmd));
 	c->cur_hist = false;
+	c->has_hist_dup = false;
+	c->db_pending = false;
 	c->cur_write = false;
 	c->cur_classified = false;
 	c->cur_flags = 0;
@@ -421,6 +424,7 @@ static void client_command(struct client *c, const uint8_t *p, size_t n)
 		break;
 	case COM_INIT_DB:
 		if (n - 1 < sizeof(c->db)) {
+			db_change_begin(c);
 			memcpy(c->db, p + 1, n - 1);
 			c->db[n - 1] = 0;
 		}

@@ -192,12 +192,20 @@ struct client {
 	char user[128], host[INET6_ADDRSTRLEN];
 	char db0[256]; /* the schema named at connect: backends log in with it */
 	char db[256];  /* the current schema, for the classifier */
+	/* the schema before the USE or COM_INIT_DB in flight, which gets it
+	 * back if the server refuses the change (db_change_end) */
+	char db_before[256];
+	bool db_pending;
 	uint32_t caps;
 	uint32_t ext_caps; /* MariaDB extended capabilities, of PROXY_EXT_CAPS */
 	uint8_t charset;
 	/* session */
 	struct hist *hist;
 	size_t nhist, hist_cap;
+	/* the command in flight, the last entry, repeats entry hist_dup: that
+	 * one goes when the command succeeds (hist_commit) */
+	size_t hist_dup;
+	bool has_hist_dup;
 	/* bytes of the history's commands and of its prepared statements'
 	 * texts: together within max_session_bytes */
 	size_t hist_bytes, ps_bytes;
@@ -659,6 +667,22 @@ void bconn_answers(struct bconn *b);
 /* route.c: routing and the session history */
 void hist_clear(struct client *c);
 void hist_pop(struct client *c);
+/* The command in flight, the history's last entry, succeeded: an earlier
+ * identical entry goes. */
+void hist_commit(struct client *c);
+/* A USE or COM_INIT_DB is about to change c->db: the schema before is kept
+ * until the server answers (db_change_end: ok keeps the new one). */
+static inline void db_change_begin(struct client *c)
+{
+	memcpy(c->db_before, c->db, sizeof(c->db));
+	c->db_pending = true;
+}
+static inline void db_change_end(struct client *c, bool ok)
+{
+	if (c->db_pending && !ok)
+		memcpy(c->db, c->db_before, sizeof(c->db));
+	c->db_pending = false;
+}
 /* Whether n more bytes of the session's (a prepared statement's text) fit
  * in max_session_bytes with its history. */
 bool session_bytes_fit(const struct client *c, size_t n);

@@ -498,6 +498,7 @@ void hist_clear(struct client *c)
 /* The last entry goes (its command failed). */
 void hist_pop(struct client *c)
 {
+	c->has_hist_dup = false; /* the earlier identical one stays */
 	c->nhist--;
 	c->hist_bytes -= c->hist[c->nhist].n;
 	free(c->hist[c->nhist].p);
@@ -510,23 +511,36 @@ bool session_bytes_fit(const struct client *c, size_t n)
 
 /* An earlier identical statement is superseded by the new one: applications
  * that repeat SET NAMES or SET time_zone on every request keep a short
- * history. */
-static void hist_drop_same(struct client *c, const uint8_t *p, size_t n)
+ * history. The earlier one goes only once the new one succeeded
+ * (hist_commit): a SET that fails when run again changed nothing, and the
+ * setting of the earlier one still holds. */
+static bool hist_find_same(const struct client *c, const uint8_t *p, size_t n, size_t *at)
+{
+	for (size_t i = 0; i < c->nhist; i++)
+		if (c->hist[i].n == n && !memcmp(c->hist[i].p, p, n)) {
+			*at = i;
+			return true;
+		}
+	return false;
+}
+
+void hist_commit(struct client *c)
 {
 	struct bconn *conns[2] = {c->wconn, c->rconn};
+	size_t i = c->hist_dup;
 
-	for (size_t i = 0; i < c->nhist; i++) {
-		if (c->hist[i].n != n || memcmp(c->hist[i].p, p, n))
-			continue;
-		free(c->hist[i].p);
-		c->hist_bytes -= n;
-		memmove(&c->hist[i], &c->hist[i + 1], (c->nhist - i - 1) * sizeof(c->hist[0]));
-		c->nhist--;
-		for (int k = 0; k < 2; k++)
-			if (conns[k] && conns[k]->hist_applied > i)
-				conns[k]->hist_applied--;
+	if (!c->has_hist_dup)
 		return;
-	}
+	c->has_hist_dup = false;
+	if (i + 1 >= c->nhist)
+		return; /* not before the new entry: nothing to drop */
+	free(c->hist[i].p);
+	c->hist_bytes -= c->hist[i].n;
+	memmove(&c->hist[i], &c->hist[i + 1], (c->nhist - i - 1) * sizeof(c->hist[0]));
+	c->nhist--;
+	for (int k = 0; k < 2; k++)
+		if (conns[k] && conns[k]->hist_applied > i)
+			conns[k]->hist_applied--;
 }
 
 /*
@@ -534,11 +548,18 @@ static void hist_drop_same(struct client *c, const uint8_t *p, size_t n)
  * stay small: past max_session_history entries or max_session_bytes the
  * session stays on the writer, where the statement runs, from then on (a
  * connection of its own: nothing more needs replaying) rather than grow.
+ * An identical earlier entry, which the new one replaces when it succeeds,
+ * does not count.
  */
 int hist_add(struct client *c, const uint8_t *p, size_t n)
 {
-	hist_drop_same(c, p, n);
-	if (c->nhist >= (size_t)atomic_load(&c->w->e->max_hist) || !session_bytes_fit(c, n)) {
+	size_t dup = 0;
+	bool same = hist_find_same(c, p, n, &dup);
+	size_t entries = c->nhist - (same ? 1 : 0);
+
+	c->has_hist_dup = false;
+	if (entries >= (size_t)atomic_load(&c->w->e->max_hist) ||
+	    !session_bytes_fit(c, same ? 0 : n)) {
 		if (!c->pin_writer)
 			log_debug("proxy: the history of a session of %s is at max_session_history "
 			          "or max_session_bytes: it stays on the writer from now on",
@@ -563,6 +584,8 @@ int hist_add(struct client *c, const uint8_t *p, size_t n)
 	c->nhist++;
 	c->hist_bytes += n;
 	c->cur_hist = true;
+	c->hist_dup = dup;
+	c->has_hist_dup = same;
 	return 0;
 }
 
@@ -697,6 +720,7 @@ void route_decide_query(struct client *c, const uint8_t *sql, size_t len)
 	route_classify(c, sql, len, &res);
 	if ((res.flags & CLS_F_USE) && res.db_len < sizeof(c->db) &&
 	    (size_t)res.db_off + res.db_len <= len) {
+		db_change_begin(c);
 		memcpy(c->db, sql + res.db_off, res.db_len);
 		c->db[res.db_len] = 0;
 	}
