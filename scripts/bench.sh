@@ -893,9 +893,12 @@ main() {
 	if awk '{exit !($1 > 1.0)}' /proc/loadavg; then
 		say "warning: load average $(cut -d' ' -f1 /proc/loadavg): something else runs, figures will be noisy"
 	fi
+	# the relay's namespace first: the servers listen on its veth address
+	# (10.231.0.1) besides loopback, and that address must exist by then
+	setup_relay_ns
+	[ "$RELAY_NET" = 1 ] && export SANDBOX_BIND=10.231.0.1
 	setup_sandbox
 	setup_haproxy
-	setup_relay_ns
 	setup_haproxy_veth
 	setup_mysteerd
 

@@ -19,7 +19,9 @@
 # failover tool would. Data lives in SANDBOX_DIR; `down` stops the servers of
 # this SANDBOX_DIR by PID (never by name: other sandboxes may run) and removes
 # the data unless SANDBOX_KEEP=1. Each server runs in a session of its own
-# unless SANDBOX_SETSID=0 (see start_server).
+# unless SANDBOX_SETSID=0 (see start_server). The servers listen on 127.0.0.1
+# and ::1, and on the addresses in SANDBOX_BIND (a comma-separated list, for a
+# test's own veth address), never on every interface.
 #
 # The first `up` on a machine initializes one template data directory (users
 # and grants included) and every later `up` copies it, which turns the three
@@ -30,6 +32,10 @@ BASE=${SANDBOX_BASE_PORT:-3306}
 DIR=${SANDBOX_DIR:-/var/tmp/mysteer-sandbox}
 TEMPLATE_ROOT=${SANDBOX_TEMPLATE_DIR:-/var/tmp/mysteer-sandbox-template}
 PORTS=("$BASE" $((BASE + 1)) $((BASE + 2)))
+# Loopback only, never every interface of the host: its users (app/app,
+# mysteer/mysteer, haproxy without password) are for the sandbox alone. A
+# test that needs its own veth address adds it (comma-separated).
+BIND=127.0.0.1,::1${SANDBOX_BIND:+,$SANDBOX_BIND}
 MARIADBD=${MARIADBD:-$(command -v mariadbd || echo /usr/sbin/mariadbd)}
 
 die() { echo "sandbox: $*" >&2; exit 1; }
@@ -153,7 +159,7 @@ start_server() { # port
 	[ -n "${SANDBOX_BINLOG_FORMAT:-}" ] && extra+=(--binlog-format="$SANDBOX_BINLOG_FORMAT")
 	"${launcher[@]}" "$MARIADBD" --no-defaults --user=root \
 		--datadir="$d/data" --socket="$(sock "$p")" --pid-file="$(pidfile "$p")" \
-		--log-error="$d/mysqld.err" --port="$p" --bind-address='*' \
+		--log-error="$d/mysqld.err" --port="$p" --bind-address="$BIND" \
 		--server-id="$p" --log-bin="$d/data/binlog" --log-slave-updates=1 \
 		--gtid-strict-mode=1 --read-only=1 --skip-name-resolve \
 		--max-allowed-packet=1G --local-infile=1 --max-connections=2000 \

@@ -4,7 +4,7 @@
 # refused; a listed one works, and then loopback is refused). No credential
 # is built in: a config without the probe password does not start, and
 # password_file works for the probe and the proxy's users, read again by a
-# reload.
+# reload. The sandbox's servers listen on loopback alone.
 . "$(dirname "$0")/lib.sh"
 itest_init exposure
 
@@ -18,6 +18,13 @@ itest_sandbox_up
 # The 6450 listening sockets, "ADDR:PORT" a line.
 refused() { ! sql "$@" >/dev/null 2>&1; }
 listeners_6450() { ss -Hltn 'sport = :6450' | awk '{print $4}' | sort -u | tr '\n' ' '; }
+
+# --- the sandbox's servers: loopback only -------------------------------------
+for p in "$P1" "$P2" "$P3"; do
+	check_eq "sandbox server $p listens on loopback alone" "127.0.0.1:$p [::1]:$p " \
+		"$(ss -Hltn "sport = :$p" | awk '{print $4}' | sort -u | tr '\n' ' ')"
+done
+check "sandbox: $LAN:$P1 is refused" bash -c "! timeout 5 bash -c 'echo >/dev/tcp/$LAN/$P1' 2>/dev/null"
 
 # --- 1. [proxy] bind, the default: loopback only -------------------------------
 itest_write_config "$T/mysteer.conf"

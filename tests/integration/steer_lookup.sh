@@ -44,6 +44,9 @@ cli_sql() { # port query [extra mariadb args]
 		--connect-timeout=5 -N -B "$@" -e "$q"
 }
 
+# The servers listen on loopback and, for the direct connections below, on
+# the router's veth addresses.
+export SANDBOX_BIND="$RTR,$RTR6"
 itest_sandbox_up
 check "the client namespace reaches the router over the veth" \
 	incli timeout 5 bash -c "exec 3<>/dev/tcp/$RTR/$P1"
@@ -67,7 +70,7 @@ check "6447 spreads over both readers (db2 ${n2:-0}, db3 ${n3:-0})" \
 	[ "${n2:-0}" -ge 25 -a "${n3:-0}" -ge 25 -a $((${n2:-0} + ${n3:-0})) = 100 ]
 host=$(cli_sql 6447 'SELECT host FROM information_schema.processlist WHERE id = CONNECTION_ID()')
 check "6447 by handoff too: the reader sees $CLI ($host)" [ "${host%:*}" = $CLI ]
-# IPv6: mariadbd has a separate IPV6_V6ONLY listener, handed over too.
+# IPv6: mariadbd has a separate IPv6 listener ([::1]), handed over too.
 check_eq "IPv6: 6446 from the client netns lands on the writer" "$P1" "$(TO=$RTR6 cli_sql 6446 'SELECT @@port')"
 host=$(TO=$RTR6 cli_sql 6446 'SELECT host FROM information_schema.processlist WHERE id = CONNECTION_ID()')
 check "IPv6 local handoff: the server sees $CLI6 ($host)" [ "${host%:*}" = "$CLI6" ]

@@ -165,8 +165,9 @@ static void slot_clear(uint32_t slot)
 
 /*
  * IPv6 clients of an IPv4 backend whose server keeps a separate IPv6 listener
- * on the same port ([::], IPV6_V6ONLY, as mariadbd --bind-address=*): that
- * one goes into steer_sockmap6. A dual-stack main socket needs nothing.
+ * on the same port ([::], IPV6_V6ONLY, as mariadbd --bind-address=*; or [::1]
+ * beside 127.0.0.1, as --bind-address=127.0.0.1,::1): that one goes into
+ * steer_sockmap6. A dual-stack main socket needs nothing.
  */
 static void sync_handoff6(const struct topo_backend *b, bool main_is_v4)
 {
@@ -188,6 +189,14 @@ static void sync_handoff6(const struct topo_backend *b, bool main_is_v4)
 	if (!handoff_due(s, b->port | V6KEY))
 		return;
 	int fd = handoff_take_listener((const struct sockaddr *)&any);
+	if (fd < 0) {
+		/* a server listening on loopback alone (127.0.0.1 and ::1):
+		 * sk_lookup hands over whatever address a socket is bound to */
+		struct sockaddr_in6 lo = any;
+
+		lo.sin6_addr = in6addr_loopback;
+		fd = handoff_take_listener((const struct sockaddr *)&lo);
+	}
 	if (fd < 0) {
 		handoff_tried(s, b->port | V6KEY, false);
 		return;
