@@ -311,7 +311,7 @@ replication_healthy() { # port
 # Rebuilds PORT from the template and a dump of the primary's databases.
 reclone() { # port primary
 	local p=$1 prim=$2 tdir dbs
-	stop_server "$p"
+	stop_server "$p" KILL # its data goes anyway
 	tdir=$(make_template)
 	rm -rf "$(inst_dir "$p")/data"
 	cp -a "$tdir/data" "$(inst_dir "$p")/data"

@@ -10,5 +10,5 @@ INTEG_TESTS += tests/integration/chaos_quick.sh
 # make chaos: every fault repeated on both phases, then a randomized run;
 # the figures go to docs/RELIABILITY.md (tests/chaos/report.sh).
 .PHONY: chaos
-chaos: deps all asan-bins
+chaos: deps all
 	@tests/chaos/report.sh

@@ -22,11 +22,18 @@
 # the old primary up: it is fenced read_only first), replica_restart
 # (SIGKILL of a replica, then start), daemon_kill (SIGKILL of mysteerd,
 # then start), drain (mysteerctl drain of a reader, then enable),
-# replica_lag (a replica's SQL thread stopped beyond max_replication_lag_s).
+# replica_lag (a replica's SQL thread stopped beyond max_replication_lag_s),
+# daemon_term_keep (SIGTERM with keep_on_exit = on, then start), disable
+# (mysteerctl disable of a reader, then enable), replica_hang (a replica
+# SIGSTOPped: it stops answering without refusing, until mysteerd marks it
+# down, then SIGCONT), partition (the primary SIGSTOPped, a replica
+# promoted, then the old primary resumes still writable for 3 s before it is
+# fenced: writes it runs then are on a non-writer).
 #
 # Env: CHAOS_OUT (results dir, default $T/out: ledger-*.csv, events.csv,
 # rows.tsv, mysteerd logs, results.json), CHAOS_PHASES (handoff relay),
-# CHAOS_FAULTS (all phases) or CHAOS_FAULTS_handoff / CHAOS_FAULTS_relay,
+# CHAOS_FAULTS (all phases) or CHAOS_FAULTS_handoff / CHAOS_FAULTS_relay
+# (FAULT or FAULT:N for N repetitions instead of CHAOS_REPEAT),
 # CHAOS_REPEAT (1), CHAOS_GAP_S (3), CHAOS_MINUTES, CHAOS_SEED,
 # CHAOS_PAUSE_MS (client pause between statements, 30), CHAOS_ASAN=1 (the
 # daemon of the ASan/UBSan build), CHAOS_KNOWN (invariants that fail
@@ -34,6 +41,7 @@
 # SANDBOX_SEMISYNC (1; 0 measures what asynchronous replication loses).
 . "$(dirname "$0")/../integration/lib.sh"
 export SANDBOX_SEMISYNC=${SANDBOX_SEMISYNC:-1} SANDBOX_BINLOG_FORMAT=ROW
+export SANDBOX_SEMISYNC_TIMEOUT_MS=${SANDBOX_SEMISYNC_TIMEOUT_MS:-2000}
 itest_init chaos
 
 CLIENT=${CHAOS_CLIENT:-$ITEST_BUILD/chaos-client}
@@ -47,7 +55,7 @@ fi
 HERE=$ITEST_ROOT/tests/chaos
 OUT=${CHAOS_OUT:-$T/out}
 mkdir -p "$OUT"
-rm -f "$OUT"/ledger*.csv "$OUT"/events.csv "$OUT"/rows.tsv "$OUT"/mysteerd-*.log
+rm -f "$OUT"/ledger*.csv "$OUT"/events.csv "$OUT"/rows*.tsv "$OUT"/mysteerd-*.log
 PHASES=${CHAOS_PHASES:-handoff relay}
 FAULTS=${CHAOS_FAULTS:-kill_promote switchover replica_restart daemon_kill}
 REPEAT=${CHAOS_REPEAT:-1}
@@ -203,6 +211,77 @@ f_replica_lag() {
 	event replica_lag "$REP" end
 }
 
+f_daemon_term_keep() { # SIGTERM with keep_on_exit = on, then start
+	event daemon_term_keep "$REP" start
+	sed -i 's/^log_level = .*/&\nkeep_on_exit = on/' "$CONF"
+	itest_daemon_stop TERM
+	sed -i '/^keep_on_exit = on$/d' "$CONF"
+	check "$PHASE: mysteerd restarts after SIGTERM with keep_on_exit ($REP)" itest_daemon_start "$CONF"
+	settle
+	event daemon_term_keep "$REP" end
+}
+f_disable() {
+	local r
+	r=$(port_name "$(replicas | tail -n 1)")
+	event disable "$REP" start
+	ctl disable "$r" >/dev/null
+	sleep 2
+	ctl enable "$r" >/dev/null
+	settle
+	event disable "$REP" end
+}
+mariadbd_pid() { cat "$SANDBOX_DIR/$1/mysqld.pid"; }
+f_replica_hang() { # a replica that stops answering without refusing (SIGSTOP)
+	local r pid
+	r=$(replicas | tail -n 1)
+	pid=$(mariadbd_pid "$r")
+	event replica_hang "$REP" start
+	kill -STOP "$pid"
+	wait_until 20 test "$(ctl_state "$(port_name "$r")")" = down >/dev/null
+	sleep 1
+	kill -CONT "$pid"
+	settle
+	event replica_hang "$REP" end
+}
+# The primary stops answering (SIGSTOP: connections hang, nothing is
+# refused), a replica is promoted as if the old one were dead, and then the
+# old primary comes back, still writable, before anyone fences it: every
+# write it runs after the promotion is a write on a non-writer. Its rows are
+# dumped (rows-*.tsv) before it is fenced and rejoins.
+f_partition() {
+	local old new p pid
+	old=$(primary_port)
+	new=$(replicas | head -n 1)
+	pid=$(mariadbd_pid "$old")
+	event partition "$REP" start
+	kill -STOP "$pid"
+	wait_until 20 test "$(ctl_state "$(port_name "$old")")" = down >/dev/null
+	sql_root "$new" "STOP SLAVE; RESET SLAVE ALL; SET GLOBAL read_only = 0"
+	echo "$new" >"$SANDBOX_DIR/primary"
+	for p in $(replicas); do
+		[ "$p" = "$old" ] && continue
+		sql_root "$p" "STOP SLAVE; CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=$new,
+			MASTER_USER='repl', MASTER_PASSWORD='repl', MASTER_USE_GTID=slave_pos,
+			MASTER_CONNECT_RETRY=1; START SLAVE"
+	done
+	event partition "$REP" "promoted:$(port_name "$new")"
+	wait_until 30 writer_is "$(port_name "$new")" >/dev/null
+	kill -CONT "$pid"
+	event partition "$REP" "resumed:$(port_name "$old")"
+	sleep 3
+	sql_root "$old" "SET GLOBAL read_only = 1"
+	# Commits waiting there for a semi-sync ack go on after its timeout.
+	sleep $((SANDBOX_SEMISYNC_TIMEOUT_MS / 1000 + 1))
+	dump_rows "$old" "$OUT/rows-$PHASE-partition-$REP.tsv"
+	sb rejoin "$old" >>"$OUT/sandbox.log" 2>&1 || echo "# rejoin $old failed"
+	settle
+	event partition "$REP" end
+}
+dump_rows() { # port file
+	sql_root "$1" "SELECT writer_id, seq, executed_on, t_client_send,
+		CAST(UNIX_TIMESTAMP(t_server) * 1000000 AS SIGNED) FROM chaos.w" >"$2"
+}
+
 run_fault() { # fault
 	FAULT=$1
 	"f_$1"
@@ -235,14 +314,17 @@ local_handoff = $handoff" itest_write_config "$CONF"
 		while [ "$(date +%s)" -lt "$end" ]; do
 			REP=$((REP + 1))
 			f=${pool[RANDOM % ${#pool[@]}]}
+			f=${f%%:*}
 			echo "# $PHASE: fault $REP: $f"
 			run_fault "$f"
 			sleep $((RANDOM % (2 * GAP_S) + 1))
 		done
 	else
 		pf=CHAOS_FAULTS_$PHASE
-		for f in ${!pf:-$FAULTS}; do
-			for REP in $(seq 1 "$REPEAT"); do
+		for spec in ${!pf:-$FAULTS}; do
+			f=${spec%%:*} n=$REPEAT
+			[ "$f" != "$spec" ] && n=${spec#*:}
+			for REP in $(seq 1 "$n"); do
 				echo "# $PHASE: $f $REP"
 				run_fault "$f"
 				sleep "$GAP_S"
@@ -262,8 +344,7 @@ done
 
 # Every row, from the primary once the replicas have caught up.
 prim=$(primary_port)
-sql_root "$prim" "SELECT writer_id, seq, executed_on, t_client_send,
-	CAST(UNIX_TIMESTAMP(t_server) * 1000000 AS SIGNED) FROM chaos.w" >"$OUT/rows.tsv"
+dump_rows "$prim" "$OUT/rows.tsv"
 left=0
 for p in "${ALLLOAD[@]}"; do kill -0 "$p" 2>/dev/null && left=$((left + 1)); done
 check_eq "no load client left running" 0 "$left"

@@ -131,6 +131,15 @@ def main():
             f = line.split()
             if len(f) == 5:
                 rows[(int(f[0]), int(f[1]))] = (int(f[2]), int(f[3]), int(f[4]))
+    # Rows of servers dumped before they rejoined (a partitioned old
+    # primary): checked for writes on a non-writer too.
+    extra_rows = []
+    for rf in sorted(glob.glob(os.path.join(a.out, "rows-*.tsv"))):
+        with open(rf) as fh:
+            for line in fh:
+                f = line.split()
+                if len(f) == 5:
+                    extra_rows.append(((int(f[0]), int(f[1])), (int(f[2]), int(f[3]), int(f[4]))))
     events = []
     with open(os.path.join(a.out, "events.csv")) as fh:
         for r in csv.reader(fh):
@@ -156,12 +165,18 @@ def main():
     phantom = [e for e in writes if e["out"] in ("err", "connfail") and (e["wid"], e["seq"]) in rows]
     sent = {(e["wid"], e["seq"]): e for e in writes}
     misplaced = []
-    for key, (sid, t_send, t_srv) in rows.items():
+    in_flight = []
+    seen = set()
+    for key, (sid, t_send, t_srv) in list(rows.items()) + extra_rows:
+        if (key, sid) in seen:
+            continue
+        seen.add((key, sid))
         s = name(sid)
         if writer_at(writer_tl, t_srv + CLOCK_SLACK_US) == s:
             continue
         if writer_at(writer_tl, t_send + CLOCK_SLACK_US) == s:
-            continue  # in flight when the writer changed
+            in_flight.append((key, s, t_srv))  # sent before the writer changed
+            continue
         misplaced.append((key, s, t_srv, writer_at(writer_tl, t_srv)))
     stale_reads = []
     for e in reads:
@@ -240,6 +255,7 @@ def main():
            "ledger_lines_unreadable": bad_lines}
     res = {"invariants": inv, "writes": len(writes), "acked": sum(1 for e in writes if e["out"] == "ok"),
            "reads": len(reads), "rows": len(rows), "stale_reads": len(stale_reads),
+           "in_flight_on_old_writer": len(in_flight),
            "lost_rows": [(e["path"], e["wid"], e["seq"], e["ts"]) for e in lost[:50]],
            "misplaced_rows": [(k, s, t, wr) for (k, s, t, wr) in misplaced[:50]],
            "phantom_rows": [(e["path"], e["wid"], e["seq"], e["out"], e["code"]) for e in phantom[:50]],
@@ -262,6 +278,8 @@ def main():
                fmt(v["first_ms"], 0.5), fmt(v["first_ms"], "max"), v["errors"], v["unknown"],
                v["reads_failed"], v["lost"], v["misplaced"]))
     print("measured: reads answered by a server marked down: %d" % len(stale_reads))
+    print("measured: writes sent to a writer and executed there after it was no longer "
+          "the writer (in flight): %d" % len(in_flight))
     fail = False
     for k, n in inv.items():
         rows_of = {"lost": res["lost_rows"], "misplaced": res["misplaced_rows"],
