@@ -275,6 +275,7 @@ static struct topology *mk_topo(void)
 	for (int i = 0; i < 3; i++) {
 		strcpy(t->backends[i].name, names[i]);
 		t->backends[i].health = HEALTH_UP;
+		t->backends[i].weight = 1;
 		t->backends[i].role = i == 0 ? ROLE_WRITER : ROLE_READER;
 	}
 	t->writer = 0;
@@ -307,6 +308,37 @@ START_TEST(test_route_targets)
 	ck_assert_uint_eq(topo_route_targets(t, &t->routes[0], idx, 8), 0);
 	ck_assert_str_eq(topo_state_name(&t->backends[1]), "drained");
 	ck_assert_str_eq(topo_state_name(&t->backends[2]), "down");
+	topo_put(t);
+}
+END_TEST
+
+/* The one rule of who takes new connections, as the map image, the proxy
+ * and the status all read it. */
+START_TEST(test_usable_predicates)
+{
+	struct topology *t = mk_topo();
+	struct topo_backend *r = &t->backends[1];
+	int idx[8];
+
+	ck_assert(topo_reader_usable(r));
+	ck_assert(!topo_reader_usable(&t->backends[0])); /* the writer is no reader */
+	r->weight = 0;                                   /* out of the rotation, not drained */
+	ck_assert(!topo_reader_usable(r));
+	ck_assert_uint_eq(topo_route_targets(t, &t->routes[1], idx, 8), 1);
+	ck_assert_int_eq(idx[0], 2);
+	r->weight = 1;
+	r->health = HEALTH_DOWN;
+	ck_assert(!topo_reader_usable(r));
+	r->health = HEALTH_UP;
+	r->admin = ADMIN_DISABLED;
+	ck_assert(!topo_reader_usable(r));
+	ck_assert_ptr_eq(topo_usable_writer(t), &t->backends[0]);
+	t->backends[0].admin = ADMIN_DRAINED;
+	ck_assert_ptr_null(topo_usable_writer(t));
+	t->backends[0].admin = ADMIN_ENABLED;
+	t->writer = -1;
+	ck_assert_ptr_null(topo_usable_writer(t));
+	ck_assert_ptr_null(topo_usable_writer(NULL));
 	topo_put(t);
 }
 END_TEST
@@ -355,6 +387,7 @@ int main(void)
 	tcase_add_test(tc, test_hysteresis);
 	tcase_add_test(tc, test_hysteresis_first_failures);
 	tcase_add_test(tc, test_route_targets);
+	tcase_add_test(tc, test_usable_predicates);
 	tcase_add_test(tc, test_publish_refcount);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);

@@ -87,6 +87,18 @@ bool topo_backend_usable(const struct topo_backend *b)
 	return b->health == HEALTH_UP && b->admin == ADMIN_ENABLED;
 }
 
+bool topo_reader_usable(const struct topo_backend *b)
+{
+	return b->role == ROLE_READER && topo_backend_usable(b) && b->weight > 0;
+}
+
+const struct topo_backend *topo_usable_writer(const struct topology *t)
+{
+	if (!t || t->writer < 0 || (size_t)t->writer >= t->nbackends)
+		return NULL;
+	return topo_backend_usable(&t->backends[t->writer]) ? &t->backends[t->writer] : NULL;
+}
+
 const char *topo_addr_str(const struct sockaddr_storage *ss, socklen_t sslen, char *buf, size_t len)
 {
 	const void *a = NULL;
@@ -106,7 +118,7 @@ static size_t add_readers(const struct topology *t, int *idx, size_t n, size_t m
 {
 	for (size_t i = 0; i < t->nbackends && n < max; i++) {
 		const struct topo_backend *b = &t->backends[i];
-		if (b->role == ROLE_READER && topo_backend_usable(b))
+		if (topo_reader_usable(b))
 			idx[n++] = (int)i;
 	}
 	return n;
@@ -114,9 +126,7 @@ static size_t add_readers(const struct topology *t, int *idx, size_t n, size_t m
 
 static size_t add_writer(const struct topology *t, int *idx, size_t n, size_t max)
 {
-	if (t->writer < 0 || (size_t)t->writer >= t->nbackends || n >= max)
-		return n;
-	if (!topo_backend_usable(&t->backends[t->writer]))
+	if (n >= max || !topo_usable_writer(t))
 		return n;
 	idx[n++] = t->writer;
 	return n;

@@ -100,6 +100,16 @@ const char *topo_state_name(const struct topo_backend *b);
 
 /* A backend may get new connections of its role (up and enabled). */
 bool topo_backend_usable(const struct topo_backend *b);
+
+/*
+ * The one rule for who takes new connections, followed by the eBPF map image
+ * (the kernel paths), the 6450 proxy and the status, so that they never
+ * disagree. A reader: role reader, usable, weight above 0 (weight 0 takes a
+ * reader out of the rotation without draining it). The writer: the
+ * snapshot's writer when usable, else NULL.
+ */
+bool topo_reader_usable(const struct topo_backend *b);
+const struct topo_backend *topo_usable_writer(const struct topology *t);
 /* The numeric form of an address into buf (INET6_ADDRSTRLEN bytes do), NULL
  * when there is none (len 0, another family). */
 const char *topo_addr_str(const struct sockaddr_storage *ss, socklen_t sslen, char *buf,

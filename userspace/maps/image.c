@@ -137,15 +137,14 @@ static void build_route(const struct topology *t, const struct topo_route *r, st
 		rt->flags |= MS_RT_READER;
 		for (size_t i = 0; i < t->nbackends; i++) {
 			const struct topo_backend *b = &t->backends[i];
-			if (b->role == ROLE_READER && topo_backend_usable(b) && b->weight > 0 &&
-			    steerable(b))
+			if (topo_reader_usable(b) && steerable(b))
 				add_target(rt, b->id, (uint32_t)b->weight);
 		}
 		if (rt->ntargets)
 			return;
 		rt->flags |= MS_RT_FALLBACK;
 	}
-	if (w && topo_backend_usable(w) && steerable(w)) {
+	if (w && w == topo_usable_writer(t) && steerable(w)) {
 		add_target(rt, w->id, 1);
 		return;
 	}

@@ -96,7 +96,7 @@ static const struct topo_backend *pick_reader(struct client *c, const struct top
 
 	for (size_t i = 0; i < t->nbackends && n < 64; i++) {
 		const struct topo_backend *b = &t->backends[i];
-		if (b->role != ROLE_READER || !topo_backend_usable(b) || b->weight <= 0)
+		if (!topo_reader_usable(b))
 			continue;
 		if (c->has_exclude && b->id == c->exclude_id)
 			continue;
@@ -135,8 +135,7 @@ static const struct topo_backend *waited_reader(struct client *c, const struct t
 	for (size_t i = 0; i < t->nbackends; i++) {
 		const struct topo_backend *b = &t->backends[i];
 		if (b->id == c->wait_id)
-			return b->role == ROLE_READER && topo_backend_usable(b) && b->weight > 0 &&
-			               !(c->has_exclude && b->id == c->exclude_id)
+			return topo_reader_usable(b) && !(c->has_exclude && b->id == c->exclude_id)
 			           ? b
 			           : NULL;
 	}
@@ -145,11 +144,7 @@ static const struct topo_backend *waited_reader(struct client *c, const struct t
 
 static const struct topo_backend *cur_writer(const struct topology *t)
 {
-	if (!t || t->writer < 0 || (size_t)t->writer >= t->nbackends)
-		return NULL;
-	if (!topo_backend_usable(&t->backends[t->writer]))
-		return NULL;
-	return &t->backends[t->writer];
+	return topo_usable_writer(t);
 }
 
 static bool still_serves(const struct topology *t, uint32_t id, enum be_role role)
