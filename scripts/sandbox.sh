@@ -148,7 +148,7 @@ start_server() { # port
 	# caller's. With the kernel's autogroup scheduling every session is a
 	# group with an equal share of the CPU, so this decides whether the
 	# servers are scheduled apart from the clients and routers beside them
-	# (docs/BENCHMARKS.md, "6450 proxy: the ro8 tail").
+	# (docs/BENCHMARKS.md, "6450 proxy: the oltp_read_only tail").
 	local launcher=(setsid) extra=()
 	[ "${SANDBOX_SETSID:-1}" = 0 ] && launcher=()
 	if [ "${SANDBOX_SEMISYNC:-0}" = 1 ]; then

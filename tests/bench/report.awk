@@ -392,7 +392,7 @@ END {
 	print "  relays to servers that are remote to it); the other mysteer paths and `haproxy` use loopback"
 	print "  only. `haproxy_veth` puts HAProxy at exactly the relay's place (same namespace, same two veth"
 	print "  crossings per round trip, same servers, clients started in that namespace connecting to"
-	print "  127.0.0.1), so **relay / haproxy_veth compares the two relays** and is the #3 verdict;"
+	print "  127.0.0.1), so **relay / haproxy_veth compares the two relays** and is the relay's verdict;"
 	print "  relay / haproxy also contains the cost of the veth hop and is shown for reference only."
 	print "- Short runs (" meta["seconds_per_run"] " s): the ranges show how much one round can differ."
 }

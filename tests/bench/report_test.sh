@@ -85,7 +85,7 @@ check "plot.gp draws both pictures" test -s "$tmp/q.png" -a -s "$tmp/l.png"
 grep -vi 'warning' "$tmp/gp.err" >"$tmp/gp.other"
 check "plot.gp prints no errors" test ! -s "$tmp/gp.other"
 
-# The relay's #3 verdict is taken against haproxy_veth (HAProxy at the
+# The relay's verdict is taken against haproxy_veth (HAProxy at the
 # relay's place), the loopback HAProxy only gives a reference ratio.
 cat >"$tmp/relay.csv" <<'EOF'
 round,path,workload,threads,metric,value
