@@ -64,4 +64,11 @@ if [ ${#missing[@]} -gt 0 ]; then
 		esac
 	done
 fi
+
+# The unprivileged user the sandbox's mysteerd and the tests run as
+# ([mysteerd] user): a system user without home or shell.
+if ! getent passwd mysteer >/dev/null; then
+	useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin \
+		mysteer || { echo "install-deps: cannot create the system user mysteer" >&2; exit 1; }
+fi
 exit 0

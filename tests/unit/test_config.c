@@ -65,6 +65,7 @@ START_TEST(test_shipped_config)
 	ck_assert_msg(c, "%s", errbuf);
 	ck_assert_str_eq(c->admin_socket, "/run/mysteer/admin.sock");
 	ck_assert_str_eq(c->admin_group, "");
+	ck_assert_str_eq(c->user, ""); /* stays root */
 	ck_assert_str_eq(c->state_file, "/var/lib/mysteer/state");
 	ck_assert_str_eq(c->bpffs_dir, "/sys/fs/bpf/mysteer");
 	ck_assert_int_eq(c->log_level, CFG_LOG_INFO);
@@ -273,6 +274,8 @@ static const struct bad bad_configs[] = {
     {BE "[steer]\nvip = example.com\n", 4, "vip: bad address"},
     {BE "[steer]\nrelay_address = here\n", 4, "relay_address: bad address"},
     {BE "[proxy]\nbind =\n", 4, "bind: no address"},
+    {BE "[mysteerd]\nuser = no-such-user-here\n", 4,
+     "user: no user \"no-such-user-here\" on this host"},
     {BE "[proxy]\nbind = ,\n", 4, "bind: no address"},
     {BE "[proxy]\nbind = 127.0.0.1, localhost\n", 4, "bind: bad address \"localhost\""},
     {BE "[proxy]\nbind = ::1, 0:0::1\n", 4, "bind: address \"0:0::1\" given twice"},
@@ -409,7 +412,8 @@ START_TEST(test_router_sections)
 	capture_warnings(write_conf("t.conf", text, 0600), out, sizeof(out));
 	ck_assert_msg(strstr(out, "t.conf:4: bind_address is not used"), "%s", out);
 	ck_assert_msg(strstr(out, "t.conf:16: destinations: the list is not used"), "%s", out);
-	ck_assert_msg(strstr(out, "routing_strategy is not used: [steer] reader_policy"), "%s", out);
+	ck_assert_msg(strstr(out, "routing_strategy is not used: [steer] reader_policy"), "%s",
+	              out);
 }
 END_TEST
 

@@ -20,6 +20,7 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <openssl/sha.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -258,7 +259,8 @@ enum ktype {
 	K_BIND,
 	K_IP,
 	K_SECRET,
-	K_SECRET_FILE
+	K_SECRET_FILE,
+	K_USER
 };
 
 struct keydef {
@@ -281,6 +283,7 @@ static const struct keydef keydefs[] = {
     {SEC_MYSTEERD, "log_level", K_LOGLEVEL, F(log_level), 0, 0},
     {SEC_MYSTEERD, "log_format", K_LOGFMT, F(log_format), 0, 0},
     {SEC_MYSTEERD, "keep_on_exit", K_BOOL, F(keep_on_exit), 0, 0},
+    {SEC_MYSTEERD, "user", K_USER, F(user), 0, 0},
 
     {SEC_PROBE, "interval_ms", K_INT, F(interval_ms), 1, 3600000},
     {SEC_PROBE, "timeout_ms", K_INT, F(timeout_ms), 1, 3600000},
@@ -430,6 +433,17 @@ static bool set_fixed(struct pctx *p, const struct keydef *k, const char *value)
 	int b;
 
 	switch (k->type) {
+	case K_USER:
+		if (*value && !(p->flags & CONFIG_LOAD_NO_SECRETS) && !getpwnam(value)) {
+			fail(p, p->line, "%s: no user \"%s\" on this host", k->key, value);
+			return false;
+		}
+		if (!copy_str(dst, k->size, value)) {
+			fail(p, p->line, "%s: value too long (at most %zu characters)", k->key,
+			     k->size - 1);
+			return false;
+		}
+		return true;
 	case K_SECRET_FILE:
 	case K_SECRET:
 		if (p->probe_password_given) {

@@ -65,6 +65,7 @@ struct config {
 	char admin_group[64];
 	char state_file[4096];
 	char pid_file[4096]; /* empty: none */
+	char user[64];       /* empty: stay root (daemon/privdrop.h) */
 	char bpffs_dir[4096];
 	enum log_level_cfg log_level;
 	enum log_format_cfg log_format;

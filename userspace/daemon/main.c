@@ -23,6 +23,7 @@
 #include "admin/admin.h"
 #include "common/evloop.h"
 #include "daemon/check.h"
+#include "daemon/privdrop.h"
 #include "common/io.h"
 #include "common/log.h"
 #include "config/config.h"
@@ -317,6 +318,11 @@ static int run(struct daemon *dm, bool foreground)
 	}
 	if (write_pid_file(cfg->pid_file) < 0)
 		goto out;
+	/* set up: from here on every thread runs as [mysteerd] user */
+	if (privdrop(cfg, err, sizeof(err)) < 0) {
+		log_error("%s", err);
+		goto out;
+	}
 	log_info("mysteerd running: %zu backend(s), admin socket %s", cfg->nbackends,
 	         cfg->admin_socket);
 	say_ready(&ready_fd);

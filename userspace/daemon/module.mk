@@ -3,6 +3,7 @@
 # Makefile attaches DAEMON_OBJS as prerequisites after every fragment.
 BINS        += $(BUILD)/mysteerd
 DAEMON_OBJS += $(BUILD)/obj/userspace/daemon/main.o $(BUILD)/obj/userspace/daemon/check.o \
+	       $(BUILD)/obj/userspace/daemon/privdrop.o \
 	       $(COMMON_OBJS)
 
 $(BUILD)/mysteerd:
@@ -11,6 +12,6 @@ $(BUILD)/mysteerd:
 # The whole daemon under ASan/UBSan with hostile clients: runs
 # $(BUILD)/asan/mysteerd, which `make test` builds first (asan-bins).
 INTEG_TESTS += tests/integration/asan_daemon.sh
-INTEG_TESTS += tests/integration/exposure.sh
+INTEG_TESTS += tests/integration/exposure.sh tests/integration/privdrop.sh
 INTEG_TESTS += tests/integration/daemon_service.sh
 INTEG_TESTS += tests/integration/preflight.sh
