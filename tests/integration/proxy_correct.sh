@@ -10,6 +10,8 @@
 # - A SET that fails when run again leaves the earlier identical one in the
 #   session's history; a COM_INIT_DB the server refused leaves the session's
 #   schema as it was (also for the pooled connection it leaves behind).
+# - Sessions pinned to the writer when it is demoted get ERR 1927 and are
+#   closed; no later write reaches the old writer (proxy_demote.py).
 #
 # Runs the engine with tests/proxy_run (db1 writer, db2 and db3 readers).
 . "$(dirname "$0")/lib.sh"
@@ -140,6 +142,28 @@ replicas_caught_up
 out=$(mariadb --no-defaults -h127.0.0.1 -P$PP -uapp_admin -papp_admin --comments -N -B \
 	nosuch_db -e "SELECT /* mysteer:writer */ DATABASE()" 2>&1)
 check_eq "a session logged in to that schema later is in it" nosuch_db "$out"
+
+# --- a demoted writer ------------------------------------------------------------
+# Sessions pinned to db1 (a transaction, autocommit off, a temporary table,
+# a named lock, a variable assigned by a query, LOCK TABLES) when db2 is
+# promoted: ERR 1927 naming why and a close, never a later write on db1
+# (app_admin could still write there). sandbox.sh promote waits for the
+# session's locks and transactions on db1 (SET GLOBAL read_only), which the
+# proxy ends when its topology changes (SIGHUP of proxy_run).
+pa "CREATE TABLE t.dm_lock (a INT)"
+demote="$SANDBOX promote $P2 >'$T/promote.log' 2>&1 & echo 'writer=db2 readers=db3' >'$T/topo'; kill -HUP $PROXY_PID; wait"
+python3 "$ITEST_ROOT/tests/integration/proxy_demote.py" $PP app_admin app_admin "$demote" \
+	>"$T/demote.out" 2>&1
+grep -v '^ok' "$T/demote.out"
+ITEST_PASSED=$((ITEST_PASSED + $(grep -c '^ok' "$T/demote.out")))
+ITEST_FAILED=$((ITEST_FAILED + $(grep -c '^not ok' "$T/demote.out")))
+check "proxy_demote ran to the end" grep -q "proxy_demote: done" "$T/demote.out"
+check_eq "the old writer has no write made after the demotion, and none of the pinned sessions' uncommitted ones" 0 \
+	"$(sql_root $P1 "SELECT COUNT(*) FROM t.k WHERE v IN ('dm-trx', 'dm-ac', 'dm-after', 'dm-plain-after', 'dm-new')")"
+check_eq "the new writer has the writes made after the demotion, and not the refused one" \
+	"dm-new dm-plain-after" \
+	"$(echo $(sql_root $P2 "SELECT v FROM t.k WHERE v IN ('dm-after', 'dm-plain-after', 'dm-new') ORDER BY v"))"
+check "the demotion is logged with the reason" grep -q "no longer the writer: a session of app_admin" "$T/proxy.log"
 
 itest_proxy_stop "$PROXY_PID" "$T/proxy.log"
 itest_done

@@ -308,6 +308,28 @@ again:
 	bconn_update(b);
 }
 
+/* What a statement that keeps its connection (keeps_state) left there, in
+ * words for the ERR of a demoted writer. */
+static const char *keep_reason(const struct client *c)
+{
+	const uint8_t *p = c->cmd.d + c->cmd.off;
+	size_t n = buf_used(&c->cmd), i = 1;
+
+	if (c->cur_reason == CLS_R_ADMIN && n > 0 && p[0] == COM_QUERY) {
+		while (i < n && isspace(p[i]))
+			i++;
+		if (n - i >= 4 && !strncasecmp((const char *)p + i, "lock", 4))
+			return "LOCK TABLES";
+		return "state of an administrative statement (HANDLER, XA, ...)";
+	}
+	if (c->cur_reason == CLS_R_CALL || (c->cur_flags & CLS_F_ROUTINE) ||
+	    c->cur_reason == CLS_R_UNKNOWN_FUNCTION)
+		return "state a stored routine may have made";
+	if (c->cur_flags & CLS_F_SET_TRANSACTION)
+		return "SET TRANSACTION for its next transaction";
+	return "state of a statement the proxy did not understand";
+}
+
 static void on_answer_done(struct client *c, struct bconn *b)
 {
 	struct proxy_engine *e = c->w->e;
@@ -354,13 +376,8 @@ static void on_answer_done(struct client *c, struct bconn *b)
 		c->in_trans = (st & SST_IN_TRANS) != 0;
 		c->autocommit_off = !(st & SST_AUTOCOMMIT);
 	}
-	if (state_pins(c, b)) {
-		if (!c->pin_writer)
-			log_debug("proxy: session state changed by a statement of %s on %s: it "
-			          "stays on the writer from now on",
-			          c->user, b->name);
-		c->pin_writer = true;
-	}
+	if (state_pins(c, b))
+		pin_writer(c, "session state a statement or routine made there");
 	/* An EXECUTE that opened a cursor: its rows wait on this connection for
 	 * COM_STMT_FETCH (cmd_fetch), so the session keeps it. Any other answer
 	 * to an EXECUTE means no cursor of that statement (the server closes
@@ -372,6 +389,7 @@ static void on_answer_done(struct client *c, struct bconn *b)
 			log_debug("proxy: a cursor keeps a connection of %s to %s", c->user,
 			          b->name);
 			b->keep = true;
+			b->keep_why = "an open cursor";
 			clean = false;
 		}
 	}
@@ -380,6 +398,8 @@ static void on_answer_done(struct client *c, struct bconn *b)
 		if (!b->keep)
 			log_debug("proxy: a session of %s keeps its connection to %s", c->user,
 			          b->name);
+		if (!b->keep || !b->keep_why)
+			b->keep_why = keep_reason(c);
 		b->keep = true;
 		clean = false;
 	}

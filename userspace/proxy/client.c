@@ -449,6 +449,7 @@ static void client_command(struct client *c, const uint8_t *p, size_t n)
 			bconn_free(c->rconn);
 		hist_clear(c);
 		c->in_trans = c->ro_trans = c->autocommit_off = c->pin_writer = false;
+		c->pin_why = NULL;
 		c->ryw_until_ms = 0;
 		c->lid = 0;
 		c->lid_gen = 0;

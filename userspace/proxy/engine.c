@@ -81,10 +81,17 @@ static void sweep(struct worker *w)
 	pool_warm(w);
 	accept_resume(w);
 	worker_users(w); /* the ghosts follow a reload without waiting for a login */
+	/* sessions held on a writer that is one no more end now, not at their
+	 * next statement (which route_cmd would refuse) */
+	const struct topology *t = topo_current();
 	for (struct client *c = w->clients, *next; c; c = next) {
 		next = c->next;
+		if (t && c->st == C_IDLE && route_demoted(c, t, false))
+			continue;
 		client_timeouts(c, now);
 	}
+	if (t)
+		topo_put(t);
 }
 
 /* How long epoll may sleep: until the next sweep, or until the oldest wait

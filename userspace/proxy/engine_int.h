@@ -210,6 +210,9 @@ struct client {
 	 * texts: together within max_session_bytes */
 	size_t hist_bytes, ps_bytes;
 	bool in_trans, ro_trans, autocommit_off, pin_writer;
+	/* what pinned it first (a static string), for the ERR when its writer
+	 * is demoted (route_demoted) */
+	const char *pin_why;
 	uint64_t ryw_until_ms;
 	/* what LAST_INSERT_ID() returns for the session, read from the writer
 	 * connection an insert ran on before that went back to the pool
@@ -296,6 +299,7 @@ struct bconn {
 	bool gtid_wait, gtid_ok; /* a MASTER_GTID_WAIT holds the client's command back */
 	bool trans_open;         /* its last answer said: in a transaction or autocommit off */
 	bool keep;               /* holds session state the history cannot rebuild (keeps_state) */
+	const char *keep_why;    /* what that state is (a static string) */
 	/* since its login or last reset, ran more than clean reads and
 	 * leaves_no_state() statements: reset when parked */
 	bool dirty;
@@ -699,6 +703,16 @@ void route_classify(struct client *c, const uint8_t *sql, size_t len, struct cls
 void route_decide(struct client *c, enum cls_token tok, uint32_t flags, enum cls_reason reason,
                   bool is_ps);
 void route_decide_query(struct client *c, const uint8_t *sql, size_t len);
+/* The session's writer connection is to a server that is no longer the
+ * writer in t while the session holds state there it cannot take along (a
+ * transaction, a temporary table, a lock...): the session gets an ERR 1927
+ * that says so (in_cmd: as the answer to the command in flight, which never
+ * runs) and ends, and that connection is closed, so that nothing more of it
+ * runs on the old writer. True when it did. */
+bool route_demoted(struct client *c, const struct topology *t, bool in_cmd);
+/* The session stays on the writer from now on, for this reason (a static
+ * string: the first one is kept). */
+void pin_writer(struct client *c, const char *why);
 /* The session ends: its reader counts one session less (be_readers). */
 void reader_release(struct client *c);
 /* A be_readers word: the sessions reading from the id now, and the id's

@@ -159,6 +159,7 @@ static void lid_fetch_start(struct client *c, struct bconn *b)
 		return;
 	if (queue_internal(b, "SELECT LAST_INSERT_ID()") < 0) {
 		b->keep = true;
+		b->keep_why = "its LAST_INSERT_ID()";
 		return;
 	}
 	b->lid_fetch = true;
@@ -199,6 +200,7 @@ bool lid_fetched(struct client *c, struct bconn *b)
 		log_debug("proxy: could not read LAST_INSERT_ID() on %s: the session keeps it",
 		          b->name);
 		b->keep = true;
+		b->keep_why = "its LAST_INSERT_ID()";
 		return false;
 	}
 	if (b->lid_seen != c->lid) {

@@ -163,6 +163,7 @@ bool pool_park(struct client *c, struct bconn *b)
 		b->prep_key = NULL;
 		b->trans_open = false; /* the reset rolls back and restores autocommit */
 		b->keep = false;
+		b->keep_why = NULL;
 		b->dirty = false;
 		b->hist_dirty = false;
 		b->has_cursor = false; /* the reset closes the statements and their cursors */

@@ -167,6 +167,66 @@ static void follow_topology(struct client *c, const struct topology *t)
 		bconn_free(c->rconn);
 }
 
+void pin_writer(struct client *c, const char *why)
+{
+	if (!c->pin_writer) {
+		log_debug("proxy: a session of %s stays on the writer from now on: %s", c->user,
+		          why);
+		c->pin_why = why;
+	}
+	c->pin_writer = true;
+}
+
+/* Why the session cannot leave its writer connection b, or NULL. */
+static const char *writer_held_for(const struct client *c, const struct bconn *b)
+{
+	if (c->autocommit_off)
+		return "a transaction with autocommit off";
+	if (c->in_trans)
+		return "an open transaction";
+	if (b->has_cursor)
+		return "an open cursor";
+	if (c->pin_writer)
+		return c->pin_why ? c->pin_why : "session state only the writer has";
+	if (b->keep)
+		return b->keep_why ? b->keep_why : "session state only that connection has";
+	return NULL;
+}
+
+bool route_demoted(struct client *c, const struct topology *t, bool in_cmd)
+{
+	struct bconn *b = c->wconn;
+	const char *why;
+	char msg[400];
+
+	if (!b || !t || c->ghost || c->shedding || c->dead)
+		return false;
+	/* a writer drained keeps its sessions: only another role counts */
+	for (size_t i = 0; i < t->nbackends; i++)
+		if (t->backends[i].id == b->backend_id && t->backends[i].role == ROLE_WRITER)
+			return false;
+	why = writer_held_for(c, b);
+	if (!why)
+		return false;
+	log_info("proxy: %s is no longer the writer: a session of %s from %s that held %s "
+	         "there is closed",
+	         b->name, c->user, c->host, why);
+	snprintf(msg, sizeof(msg),
+	         "Connection was killed (mysteer: %s is no longer the writer, and this session "
+	         "held %s there; reconnect to go on with the new writer)",
+	         b->name, why);
+	bconn_free(b);
+	if (in_cmd) {
+		/* route_cmd: the command is refused, then the session ends */
+		wait_dequeue(c);
+		cmd_fail_state(c, 1927, "70100", msg);
+		c->closing = true;
+	} else {
+		client_shed(c, 1927, "70100", msg);
+	}
+	return true;
+}
+
 static void no_writer_msg(const struct topology *t, char *msg, size_t cap)
 {
 	size_t off;
@@ -371,6 +431,10 @@ void route_cmd(struct client *c)
 	char msg[512] = "mysteer: no backend available";
 
 	c->must_wait = false;
+	if (t && route_demoted(c, t, true)) {
+		topo_put(t);
+		return;
+	}
 	if (t)
 		follow_topology(c, t);
 	switch (c->route) {
@@ -555,11 +619,7 @@ int hist_add(struct client *c, const uint8_t *p, size_t n)
 	c->has_hist_dup = false;
 	if (entries >= (size_t)atomic_load(&c->w->e->max_hist) ||
 	    !session_bytes_fit(c, same ? 0 : n)) {
-		if (!c->pin_writer)
-			log_debug("proxy: the history of a session of %s is at max_session_history "
-			          "or max_session_bytes: it stays on the writer from now on",
-			          c->user);
-		c->pin_writer = true;
+		pin_writer(c, "session settings past max_session_history or max_session_bytes");
 		c->route = R_WRITER;
 		return 1;
 	}
@@ -617,12 +677,16 @@ void route_decide(struct client *c, enum cls_token tok, uint32_t flags, enum cls
 	 * After FLUSH STATUS the session's counters are the writer connection's;
 	 * after SET GLOBAL the writer alone has the new value (it is not
 	 * replicated), and the session reads what it set. */
-	if ((flags & (CLS_F_TEMP_TABLE | CLS_F_NAMED_LOCK | CLS_F_SESSION_STATUS)) ||
-	    ((flags & CLS_F_USER_VAR_WRITE) && tok != CLS_SESSION) || reason == CLS_R_SET_GLOBAL) {
-		if (!c->pin_writer)
-			log_debug("proxy: session of %s stays on the writer from now on", c->user);
-		c->pin_writer = true;
-	}
+	if (flags & CLS_F_TEMP_TABLE)
+		pin_writer(c, "a temporary table");
+	if (flags & CLS_F_NAMED_LOCK)
+		pin_writer(c, "a named lock");
+	if (flags & CLS_F_SESSION_STATUS)
+		pin_writer(c, "its session status counters (FLUSH STATUS)");
+	if ((flags & CLS_F_USER_VAR_WRITE) && tok != CLS_SESSION)
+		pin_writer(c, "a user variable assigned by a query");
+	if (reason == CLS_R_SET_GLOBAL)
+		pin_writer(c, "a global variable it set (SET GLOBAL)");
 	/* Inside START TRANSACTION READ ONLY, BEGIN (or START TRANSACTION
 	 * [READ WRITE]) and DDL, LOCK TABLES and the other statements that
 	 * commit implicitly end that transaction and go on outside it: on the
@@ -649,9 +713,7 @@ void route_decide(struct client *c, enum cls_token tok, uint32_t flags, enum cls
 	switch (tok) {
 	case CLS_SESSION:
 		if ((flags & CLS_F_UNREPLAYABLE) || is_ps) {
-			log_debug("proxy: a SET the proxy cannot replay pins %s to the writer",
-			          c->user);
-			c->pin_writer = true;
+			pin_writer(c, "a session setting the proxy cannot replay");
 			return;
 		}
 		if ((flags & CLS_F_SET_TRANSACTION) && !c->ro_trans)
