@@ -10,6 +10,9 @@
 # - A SET that fails when run again leaves the earlier identical one in the
 #   session's history; a COM_INIT_DB the server refused leaves the session's
 #   schema as it was (also for the pooled connection it leaves behind).
+# - COM_RESET_CONNECTION drops prepared statements; a COM_STMT_FETCH after
+#   the history grew gets its cursor's rows; a user with an empty password
+#   logs in, its warm pool too (proxy_session.py).
 # - Sessions pinned to the writer when it is demoted get ERR 1927 and are
 #   closed; no later write reaches the old writer (proxy_demote.py).
 #
@@ -23,7 +26,10 @@ PP=6450
 ITEST_APP_ADMIN=1
 # one worker: the schema case below needs the pool of the session before
 ITEST_PROXY_EXTRA="workers = 1
-read_your_writes = gtid" itest_write_config "$T/mysteer.conf"
+read_your_writes = gtid" itest_write_config "$T/mysteer.conf" - <<'CONF'
+[user:haproxy]
+password =
+CONF
 "$PROXY_RUN" -c "$T/mysteer.conf" -w db1 -r db2,db3 -t "$T/topo" >"$T/proxy.log" 2>&1 &
 PROXY_PID=$!
 ITEST_PIDS+=("$PROXY_PID")
@@ -142,6 +148,25 @@ replicas_caught_up
 out=$(mariadb --no-defaults -h127.0.0.1 -P$PP -uapp_admin -papp_admin --comments -N -B \
 	nosuch_db -e "SELECT /* mysteer:writer */ DATABASE()" 2>&1)
 check_eq "a session logged in to that schema later is in it" nosuch_db "$out"
+
+# --- protocol details ---------------------------------------------------------------
+python3 "$ITEST_ROOT/tests/integration/proxy_session.py" $PP app_admin app_admin haproxy \
+	>"$T/session.out" 2>&1
+grep -v '^ok' "$T/session.out"
+ITEST_PASSED=$((ITEST_PASSED + $(grep -c '^ok' "$T/session.out")))
+ITEST_FAILED=$((ITEST_FAILED + $(grep -c '^not ok' "$T/session.out")))
+check "proxy_session ran to the end" grep -q "proxy_session: done" "$T/session.out"
+# the warm pool of the user with an empty password (haproxy, no privileges)
+# logs in too: its connections show in the servers' processlists
+haproxy_warm() {
+	local port n=0
+	for port in $P1 $P2 $P3; do
+		n=$((n + $(sql_root $port "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = 'haproxy'")))
+	done
+	[ "$n" -gt 0 ]
+}
+check "the warm pool of a user with an empty password logs in" wait_until 20 haproxy_warm
+check "no warm login of it was refused" bash -c "! grep -q 'haproxy.*refused\|refused.*haproxy' '$T/proxy.log'"
 
 # --- a demoted writer ------------------------------------------------------------
 # Sessions pinned to db1 (a transaction, autocommit off, a temporary table,

@@ -98,6 +98,27 @@ START_TEST(check_passwords)
 }
 END_TEST
 
+/* An empty configured password takes the empty reply a client sends for
+ * it; no other user takes an empty reply, an unknown name neither. */
+START_TEST(empty_password)
+{
+	static const char *const pairs[] = {"nopw", "", "app", "app", "bob", NULL};
+	struct config *cfg = users_config(pairs, 3);
+	struct user_table *t = users_new(cfg);
+	uint8_t reply[SHA1_LEN], stage1[SHA1_LEN];
+
+	ck_assert(t->users[0].empty && !t->users[1].empty && !t->users[2].empty);
+	ck_assert(users_check(t, "nopw", scramble, reply, 0, stage1));
+	ck_assert(!users_check(t, "app", scramble, reply, 0, stage1));
+	ck_assert(!users_check(t, "bob", scramble, reply, 0, stage1));
+	ck_assert(!users_check(t, "nobody", scramble, reply, 0, stage1));
+	reply_for("x", reply);
+	ck_assert(!users_check(t, "nopw", scramble, reply, SHA1_LEN, stage1));
+	users_put(t);
+	config_gone(cfg);
+}
+END_TEST
+
 /* No user enumeration by timing: an unknown name goes through the same
  * verification as a wrong password (against the dummy), which shows in the
  * stage1 it derives: reply XOR SHA1(scramble, dummy stage2). */
@@ -155,6 +176,7 @@ int main(void)
 
 	tcase_add_test(tc, find_known_and_unknown);
 	tcase_add_test(tc, check_passwords);
+	tcase_add_test(tc, empty_password);
 	tcase_add_test(tc, unknown_user_is_verified);
 	tcase_add_test(tc, diff_of_reload);
 	suite_add_tcase(s, tc);

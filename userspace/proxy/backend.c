@@ -232,8 +232,12 @@ static void bconn_login(struct bconn *b, const uint8_t *p, size_t n, uint8_t seq
 	b->pool_charset = c->charset;
 	snprintf(r.user, sizeof(r.user), "%s", c->user);
 	snprintf(r.plugin, sizeof(r.plugin), "%s", NATIVE_PLUGIN);
-	native_reply(hs.scramble, c->stage1, r.auth);
-	r.auth_len = SHA1_LEN;
+	/* an empty password: an empty reply, as a client sends it */
+	r.auth_len = 0;
+	if (!c->empty_pw) {
+		native_reply(hs.scramble, c->stage1, r.auth);
+		r.auth_len = SHA1_LEN;
+	}
 	len = hsr_build(pkt, sizeof(pkt), &r);
 	if (len < 0 || buf_put_packet(&b->lout, (uint8_t)(seq + 1), pkt, (size_t)len) < 0) {
 		bconn_fail(b, "cannot build the login");
@@ -270,7 +274,8 @@ static void bconn_auth_reply(struct bconn *b, const uint8_t *p, size_t n, uint8_
 	    auth_switch_parse(p, n, plugin, sizeof(plugin), scr, &sl) == 0 &&
 	    !strcmp(plugin, NATIVE_PLUGIN) && sl == SCRAMBLE_LEN) {
 		native_reply(scr, b->c->stage1, reply);
-		if (buf_put_packet(&b->lout, (uint8_t)(seq + 1), reply, SHA1_LEN) < 0 ||
+		if (buf_put_packet(&b->lout, (uint8_t)(seq + 1), reply,
+		                   b->c->empty_pw ? 0 : SHA1_LEN) < 0 ||
 		    bconn_flush(b) < 0)
 			bconn_fail(b, "write failed");
 		return;

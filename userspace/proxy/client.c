@@ -450,6 +450,12 @@ static void client_command(struct client *c, const uint8_t *p, size_t n)
 		hist_clear(c);
 		c->in_trans = c->ro_trans = c->autocommit_off = c->pin_writer = false;
 		c->pin_why = NULL;
+		/* as a server's reset: the prepared statements go, with their long
+		 * data and cursors, and the last GTID it tracked */
+		while (c->stmts)
+			ps_free(c, c->stmts);
+		c->last_gtid[0] = 0;
+		c->gtid_blind = false;
 		c->ryw_until_ms = 0;
 		c->lid = 0;
 		c->lid_gen = 0;
@@ -583,6 +589,7 @@ static void check_password(struct client *c, const uint8_t *reply, size_t n, uin
 		deny(c, seq, n > 0);
 		return;
 	}
+	c->empty_pw = n == 0; /* users_check: only an empty password takes that */
 	c->st = C_IDLE;
 	c->deadline_ms = 0;
 	c->active_ms = now_ms();

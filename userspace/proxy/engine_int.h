@@ -189,6 +189,7 @@ struct client {
 	uint64_t active_ms, pkt_since_ms;
 	size_t buf_charged; /* its part of e->client_buf (client_buf_sync) */
 	uint8_t scramble[SCRAMBLE_LEN], stage1[SHA1_LEN];
+	bool empty_pw; /* the user's password is empty: backend logins send no reply */
 	char user[128], host[INET6_ADDRSTRLEN];
 	char db0[256]; /* the schema named at connect: backends log in with it */
 	char db[256];  /* the current schema, for the classifier */

@@ -578,6 +578,7 @@ int ghosts_init(struct worker *w)
 		g->fd = -1;
 		snprintf(g->user, sizeof(g->user), "%s", t->users[i].name);
 		memcpy(g->stage1, t->users[i].stage1, SHA1_LEN);
+		g->empty_pw = t->users[i].empty;
 		g->caps = PROXY_CAPS & ~(CAP_CONNECT_ATTRS | CAP_CONNECT_WITH_DB);
 		g->ext_caps = PROXY_EXT_CAPS;
 		g->charset = 45; /* utf8mb4_general_ci, the MariaDB client's default */

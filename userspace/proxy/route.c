@@ -371,6 +371,11 @@ int send_cmd(struct client *c, struct bconn *b)
 	size_t upto = c->cur_hist ? c->nhist - 1 : c->nhist;
 	const uint8_t *p = c->cmd.d + c->cmd.off;
 	size_t n = buf_used(&c->cmd);
+	/* a FETCH reads the rows of a cursor open on b and needs nothing of
+	 * the session: the history is replayed before the next other command,
+	 * as the replay empties b's statement cache, which would close the
+	 * cursor's statement */
+	bool fetch = n > 0 && p[0] == COM_STMT_FETCH;
 	uint32_t xid;
 
 	/* A replica catches up with the session's last write before anything
@@ -385,9 +390,9 @@ int send_cmd(struct client *c, struct bconn *b)
 	b->prep_key = NULL;
 	/* the history changes how the server may parse: the cached statements
 	 * were prepared without it (a clean connection has none replayed) */
-	if (b->hist_applied < upto && b->nbst > 0)
+	if (!fetch && b->hist_applied < upto && b->nbst > 0)
 		bc_clear(b, true);
-	while (b->hist_applied < upto) {
+	while (!fetch && b->hist_applied < upto) {
 		struct hist *h = &c->hist[b->hist_applied++];
 		if (buf_put_packet(&b->out, 0, h->p, h->n) < 0)
 			return -1;
@@ -395,7 +400,7 @@ int send_cmd(struct client *c, struct bconn *b)
 		b->hist_dirty = true;
 		tracking_replaced(b, h->p, h->n);
 	}
-	if (track_prologue(c, b) < 0 || lid_prologue(c, b) < 0)
+	if (!fetch && (track_prologue(c, b) < 0 || lid_prologue(c, b) < 0))
 		return -1;
 	if (c->cur_ps && p[0] == COM_STMT_EXECUTE) {
 		struct bstmt *e;

@@ -28,6 +28,7 @@ struct user_table *users_new(const struct config *cfg)
 		memcpy(u->stage2, cu->hash_stage2, SHA1_LEN);
 		u->has_hash = cu->has_hash;
 		u->has_password = cu->has_password;
+		u->empty = cu->has_password && !cu->password[0];
 		if (cu->has_password)
 			sha1(cu->password, strlen(cu->password), NULL, 0, u->stage1);
 	}
@@ -66,8 +67,13 @@ bool users_check(const struct user_table *t, const char *name, const uint8_t *sc
 {
 	bool known;
 	const struct proxy_user *u = users_find(t, name, &known);
+	static const uint8_t none[SHA1_LEN];
 	/* first, whoever it is: the work a wrong password costs */
-	bool ok = native_verify(scramble, reply, n, u->stage2, stage1) == 0;
+	bool ok =
+	    native_verify(scramble, n ? reply : none, n ? n : SHA1_LEN, u->stage2, stage1) == 0;
+
+	if (n == 0)
+		ok = u->empty;
 
 	return ok && known && u->has_hash;
 }

@@ -23,6 +23,7 @@ struct proxy_user {
 	uint8_t stage2[SHA1_LEN]; /* SHA1(SHA1(password)) */
 	uint8_t stage1[SHA1_LEN]; /* SHA1(password), when has_password */
 	bool has_password;        /* stage1 known: its pools are kept warm */
+	bool empty;               /* the password is empty: the login's reply is too */
 	bool has_hash;
 };
 
@@ -46,9 +47,11 @@ void users_put(struct user_table *t);
 const struct proxy_user *users_find(const struct user_table *t, const char *name, bool *known);
 /*
  * mysql_native_password: whether reply (n bytes) answers scramble for the
- * user called name. stage1 gets SHA1(password) as the reply gives it (what
- * the proxy logs in to backends with). An unknown name is checked against
- * the dummy the same way, and fails.
+ * user called name; an empty reply answers for a user whose password is
+ * empty (as a client sends it), after the same work. stage1 gets
+ * SHA1(password) as the reply gives it (what the proxy logs in to backends
+ * with). An unknown name is checked against the dummy the same way, and
+ * fails.
  */
 bool users_check(const struct user_table *t, const char *name, const uint8_t *scramble,
                  const uint8_t *reply, size_t n, uint8_t stage1[SHA1_LEN]);

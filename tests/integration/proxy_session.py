@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""proxy_session.py - protocol details of a 6450 session (proxy_correct.sh),
+raw protocol:
+- COM_RESET_CONNECTION drops the session's prepared statements: an EXECUTE
+  of one prepared before gets ERR 1243, as from a server.
+- A cursor opened by an EXECUTE on a replica, then a write and a SET (run on
+  the writer, recorded in the session's history): the COM_STMT_FETCH that
+  follows gets its rows (the history is not replayed on the cursor's
+  connection first, which would close the statement).
+- A user whose configured password is empty logs in with an empty reply.
+
+  proxy_session.py PORT USER PASSWORD EMPTY_PASSWORD_USER
+
+Prints "ok - ..." / "not ok - ..." lines and "proxy_session: done".
+"""
+import os
+import struct
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from proxy_bounds import connect_login, err_code, login, pkt, query, read_packet  # noqa: E402
+
+port, user, password, empty_user = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+failed = 0
+
+
+def check(ok, what):
+    global failed
+    print('%s - %s' % ('ok' if ok else 'not ok', what))
+    if not ok:
+        failed += 1
+
+
+def is_eof(n, p):
+    return p[:1] == b'\xfe' and n < 9
+
+
+def prepare(s, sql):
+    """The statement id, or 'err CODE'."""
+    s.sendall(pkt(b'\x16' + sql))
+    _, p = read_packet(s)
+    if p[:1] == b'\xff':
+        return 'err %d' % err_code(p)
+    sid, ncols, nparams = struct.unpack('<IHH', p[1:9])
+    for count in (nparams, ncols):
+        if count:
+            for _ in range(count):
+                read_packet(s)
+            read_packet(s)  # EOF
+    return sid
+
+
+def execute(s, sid, cursor=False):
+    """'err CODE', or (columns, status flags of the EOF after them, rows)."""
+    s.sendall(pkt(b'\x17' + struct.pack('<IBI', sid, 1 if cursor else 0, 1)))
+    n, p = read_packet(s)
+    if p[:1] == b'\xff':
+        return 'err %d' % err_code(p)
+    if p[:1] == b'\x00':
+        return (0, 0, 0)
+    ncols = p[0]
+    for _ in range(ncols):
+        read_packet(s)
+    n, p = read_packet(s)
+    status = struct.unpack('<H', p[3:5])[0] if is_eof(n, p) else 0
+    rows = 0
+    if not status & 0x40:  # no cursor: the rows follow
+        while True:
+            n, p = read_packet(s)
+            if p[:1] == b'\xff':
+                return 'err %d' % err_code(p)
+            if is_eof(n, p):
+                break
+            rows += 1
+    return (ncols, status, rows)
+
+
+def fetch(s, sid, nrows):
+    """'err CODE', or the number of rows."""
+    s.sendall(pkt(b'\x1c' + struct.pack('<II', sid, nrows)))
+    rows = 0
+    while True:
+        n, p = read_packet(s)
+        if p[:1] == b'\xff':
+            return 'err %d' % err_code(p)
+        if is_eof(n, p):
+            return rows
+        rows += 1
+
+
+# --- COM_RESET_CONNECTION ---------------------------------------------------
+s = login(port, user, password)
+s.settimeout(30)
+sid = prepare(s, b'SELECT 1')
+check(isinstance(sid, int), 'a statement is prepared (%s)' % sid)
+r = execute(s, sid)
+check(isinstance(r, tuple) and r[2] == 1, 'and executes (%s)' % (r,))
+s.sendall(pkt(b'\x1f'))
+_, p = read_packet(s)
+check(p[:1] == b'\x00', 'COM_RESET_CONNECTION: OK')
+r = execute(s, sid)
+check(r == 'err 1243', 'after it, the statement is gone: EXECUTE gets ERR 1243 (%s)' % (r,))
+check(query(s, b'SELECT 1') == [[b'1']], 'and the session goes on')
+s.close()
+
+# --- a cursor, then the history grows elsewhere --------------------------------
+s = login(port, user, password)
+s.settimeout(30)
+sid = prepare(s, b'SELECT id FROM t.k ORDER BY id LIMIT 5')
+r = execute(s, sid, cursor=True)
+check(isinstance(r, tuple) and r[1] & 0x40, 'an EXECUTE opens a cursor (%s)' % (r,))
+port_of = query(s, b'SELECT @@port')
+check(query(s, b"INSERT INTO t.k (v) VALUES ('cursor-write')") == 'ok', 'a write after it')
+check(query(s, b'SET @after_cursor = 1') == 'ok', 'a SET after it (the history grows)')
+r = fetch(s, sid, 2)
+check(r == 2, 'COM_STMT_FETCH then gets rows of the cursor (%s)' % (r,))
+r = fetch(s, sid, 10)
+check(r == 3, 'and the rest of them (%s)' % (r,))
+check(query(s, b'SELECT @after_cursor') == [[b'1']], 'the SET holds there too')
+print('# reads ran on %s' % port_of)
+s.close()
+
+# --- an empty password ------------------------------------------------------------
+s, p = connect_login(port, empty_user, '')
+check(p[:1] == b'\x00', '%s (empty password) logs in with an empty reply (%r)' % (empty_user, p[:60]))
+if p[:1] == b'\x00':
+    s.settimeout(30)
+    r = query(s, b'SELECT CURRENT_USER()')
+    check(isinstance(r, list) and r[0][0].startswith(empty_user.encode()),
+          'and its statements run on a backend as that user (%s)' % (r,))
+s.close()
+s, p = connect_login(port, empty_user, 'notempty')
+check(err_code(p) == 1045, 'with a password it is refused (1045)')
+s.close()
+s, p = connect_login(port, user, '')
+check(err_code(p) == 1045, 'an empty reply for a user with a password is refused (1045)')
+s.close()
+
+print('proxy_session: done')
+sys.exit(1 if failed else 0)
