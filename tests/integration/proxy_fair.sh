@@ -2,8 +2,8 @@
 # proxy_fair.sh - waits for a backend at its pool_max_per_backend cap are
 # first come, first served over all the proxy's workers, not only within
 # one. Under mysteerd with workers = 2, pool_max_per_backend = 2,
-# pool_min_idle = 0, one reader (db2), a 3 s wait bound (the test-only
-# MYSTEER_TEST_POOL_WAIT_MS) and the debug log (which names the worker of
+# pool_min_idle = 0, one reader (db2), a 3 s wait bound
+# (pool_wait_timeout_ms) and the debug log (which names the worker of
 # each client port): 14 sessions, 12 placed on worker 0 and 2 on worker 1
 # (proxy_fair, libmysqlclient, reconnects until SO_REUSEPORT's hash gives
 # that split), each send 25 times SELECT SLEEP(0.05) at once. A clean read
@@ -32,8 +32,9 @@ SLEEP_S=0.05
 FAIR_MS=$((SESSIONS * SLEEP_MS / CAP))
 ITEST_LOG_LEVEL=debug ITEST_BACKENDS="1 2" ITEST_PROXY_EXTRA="workers = 2
 pool_min_idle = 0
-pool_max_per_backend = $CAP" itest_write_config "$T/mysteer.conf"
-ITEST_LOG_LEVEL=debug MYSTEER_TEST_POOL_WAIT_MS=$BOUND_MS itest_daemon_start "$T/mysteer.conf" || {
+pool_max_per_backend = $CAP
+pool_wait_timeout_ms = $BOUND_MS" itest_write_config "$T/mysteer.conf"
+ITEST_LOG_LEVEL=debug itest_daemon_start "$T/mysteer.conf" || {
 	itest_done
 	exit 1
 }

@@ -3,9 +3,9 @@
 # PER_CONN server-side statements per backend connection (least recently used
 # closed first, re-prepared lazily when executed again) and at most
 # PER_SESSION client statements per session (ERR 1461 beyond, the session goes
-# on). The caps are 256 and 1024; the test makes them small with the test-only
-# MYSTEER_TEST_PS_PER_CONN / MYSTEER_TEST_PS_PER_SESSION environment
-# variables, and proxy_pscap checks each server's Prepared_stmt_count. Long
+# on). The caps are 256 and 1024 by default; the test makes them small with
+# [proxy] max_prepared_per_connection / max_prepared_per_session, and
+# proxy_pscap checks each server's Prepared_stmt_count. Long
 # data kept for an EXECUTE is bounded by max_packet_size (1 MB here).
 # One reader: sessions multiplex (a read's connection goes back to the pool
 # after it) and the statements stay cached on the backend connection, so the
@@ -21,9 +21,10 @@ PER_CONN=4
 PER_SESSION=12
 
 ITEST_PROXY_EXTRA="workers = 2
-max_packet_size = 1048576" itest_write_config "$T/mysteer.conf"
-MYSTEER_TEST_PS_PER_CONN=$PER_CONN MYSTEER_TEST_PS_PER_SESSION=$PER_SESSION \
-	"$PROXY_RUN" -c "$T/mysteer.conf" -w db1 -r db2 -t "$T/topo" >"$T/proxy.log" 2>&1 &
+max_packet_size = 1048576
+max_prepared_per_connection = $PER_CONN
+max_prepared_per_session = $PER_SESSION" itest_write_config "$T/mysteer.conf"
+"$PROXY_RUN" -c "$T/mysteer.conf" -w db1 -r db2 -t "$T/topo" >"$T/proxy.log" 2>&1 &
 PROXY_PID=$!
 ITEST_PIDS+=("$PROXY_PID")
 wait_until 10 bash -c "echo >/dev/tcp/127.0.0.1/$PP" >/dev/null ||

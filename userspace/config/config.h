@@ -104,6 +104,12 @@ struct config {
 	uint64_t max_session_bytes;
 	enum ryw_mode read_your_writes;
 	int read_your_writes_ms, pool_max_per_backend, pool_min_idle, pool_idle_timeout_ms;
+	/* how long a statement waits for a connection at pool_max_per_backend */
+	int pool_wait_timeout_ms;
+	/* prepared statements: server-side per backend connection (a pooled
+	 * connection must not eat the server's max_prepared_stmt_count, 16382 by
+	 * default), and per client session (the proxy's memory) */
+	int max_prepared_per_connection, max_prepared_per_session;
 
 	struct config_route *routes;
 	size_t nroutes;

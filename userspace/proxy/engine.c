@@ -33,7 +33,6 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
-#include "common/testenv.h"
 #include "common/thread.h"
 
 static void reap(struct worker *w)
@@ -423,11 +422,10 @@ struct proxy_engine *proxy_engine_start(const struct config *cfg, uint16_t port,
 	e->handshake_timeout_ms = cfg->handshake_timeout_ms;
 	e->max_packet = cfg->max_packet_size;
 	e->next_conn_id = 1;
-	/* test-only, not config keys: tests make them small */
-	e->ps_per_conn = (uint32_t)test_env_uint("MYSTEER_TEST_PS_PER_CONN", PS_PER_CONN, 1000000);
-	e->ps_per_session =
-	    (uint32_t)test_env_uint("MYSTEER_TEST_PS_PER_SESSION", PS_PER_SESSION, 1000000);
-	e->wait_ms = (uint32_t)test_env_uint("MYSTEER_TEST_POOL_WAIT_MS", POOL_WAIT_MS, 1000000);
+	/* applied at start: a worker's structures are sized and armed with them */
+	e->ps_per_conn = (uint32_t)cfg->max_prepared_per_connection;
+	e->ps_per_session = (uint32_t)cfg->max_prepared_per_session;
+	e->wait_ms = (uint32_t)cfg->pool_wait_timeout_ms;
 	apply_settings(e, cfg);
 	e->workers = calloc((size_t)n, sizeof(*e->workers));
 	if (!e->workers || !e->users) {

@@ -57,15 +57,7 @@
 #define MAX_RETRIES   2
 #define SWEEP_MS      250
 #define PROXY_MAX_IDS TOPO_MAX_IDS
-/* Prepared statements: per backend connection (server side, a pooled
- * connection must not eat the server's global max_prepared_stmt_count,
- * 16382 by default) and per client session (the proxy's memory). */
-#define PS_PER_CONN    256
-#define PS_PER_SESSION 1024
 #define PS_KEY_BUCKETS 256
-/* How long a session waits for a backend connection when the backend is at
- * pool_max_per_backend (then ERR 1040 to that statement). */
-#define POOL_WAIT_MS 10000
 /* A worker's oldest waiter ticket for a backend when none of its sessions
  * waits for it (struct worker, oldest). */
 #define WAIT_NONE UINT64_MAX
@@ -384,7 +376,7 @@ struct proxy_engine {
 	_Atomic int be_waiting[PROXY_MAX_IDS];
 	_Atomic int waiting_total; /* be_waiting summed: 0 keeps pool_yield off */
 	_Atomic uint64_t be_waits[PROXY_MAX_IDS], be_wait_timeouts[PROXY_MAX_IDS];
-	uint32_t wait_ms; /* POOL_WAIT_MS (MYSTEER_TEST_POOL_WAIT_MS) */
+	uint32_t wait_ms; /* [proxy] pool_wait_timeout_ms */
 	/* the next wait's ticket: waits are served in ticket order per backend
 	 * over all workers (wait.c) */
 	_Atomic uint64_t wait_tickets;
