@@ -76,11 +76,18 @@ check_eq "no probe password: one line" 1 "$(printf '%s\n' "$out" | wc -l)"
 check "no probe password: the line names the key" \
 	grep -q 'nopw.conf:[0-9]*: \[probe\] password: not set' <<<"$out"
 
-printf 'mysteer\n' >"$T/probe.pw"
+# A monitoring account of its own, with a password found nowhere else, so
+# that the log can be searched for it.
+PROBE_PW=Pr0be-S3cret-7d1
+for p in "$P1" "$P2" "$P3"; do
+	sql_root "$p" "SET sql_log_bin=0; CREATE USER 'mon'@'%' IDENTIFIED BY '$PROBE_PW';
+		GRANT SLAVE MONITOR, PROCESS ON *.* TO 'mon'@'%'; GRANT SELECT ON mysql.proc TO 'mon'@'%'"
+done
+printf '%s\n' "$PROBE_PW" >"$T/probe.pw"
 printf 'app\n' >"$T/app.pw"
 chmod 600 "$T/probe.pw" "$T/app.pw"
-itest_write_config "$T/pwfile.conf"
-sed -i -e 's|^password = mysteer$|password_file = probe.pw|' \
+ITEST_LOG_LEVEL=debug itest_write_config "$T/pwfile.conf"
+sed -i -e 's|^password = mysteer$|password_file = probe.pw|' -e 's|^user = mysteer$|user = mon|' \
 	-e 's|^password = app$|password_file = app.pw|' "$T/pwfile.conf"
 check "the config names no password itself" bash -c "! grep -q '^password = ' '$T/pwfile.conf'"
 itest_daemon_start "$T/pwfile.conf" || exit 1
@@ -112,6 +119,15 @@ check "an unreadable password_file: reload refused ($out)" [ $rc -ne 0 ]
 check "the reason names the key and the file" grep -q "password_file: cannot read $T/rot.pw" <<<"$out"
 check_eq "the daemon runs on as it was" 1 "$(sql 6450 'SELECT 1')"
 itest_daemon_stop
-check "no password in the log" bash -c "! grep -E 'old-pw|new-pw' '$T/mysteerd.log'"
+# --- 5. secrets are never logged (debug level, logins, refused logins, reloads)
+sql 6450 'SELECT 1' rot wrong-pw >/dev/null 2>&1
+secrets=("$PROBE_PW" old-pw new-pw)
+for pw in "${secrets[@]}"; do
+	# SHA1(password): what the proxy logs in to backends with
+	s1=$(printf '%s' "$pw" | sha1sum | cut -d' ' -f1)
+	check "the log (debug) holds neither the password $pw nor its SHA1" \
+		bash -c "! grep -qiF -e '$pw' -e '$s1' '$T/mysteerd.log'"
+done
+measured "the log searched: $(wc -l <"$T/mysteerd.log") lines"
 
 itest_done

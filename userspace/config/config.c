@@ -240,6 +240,7 @@ void config_hash_password(const char *password, uint8_t out[20])
 
 	SHA1((const unsigned char *)password, strlen(password), stage1);
 	SHA1(stage1, sizeof(stage1), out);
+	explicit_bzero(stage1, sizeof(stage1));
 }
 
 /* ---- keys of the fixed sections ---- */

@@ -340,6 +340,14 @@ struct probe *probe_new(struct evloop *l, const char *host, uint16_t port, const
 	return p;
 }
 
+/* A password is wiped before its memory goes back. */
+static void free_secret(char *s)
+{
+	if (s)
+		explicit_bzero(s, strlen(s));
+	free(s);
+}
+
 void probe_free(struct probe *p)
 {
 	if (!p)
@@ -349,9 +357,9 @@ void probe_free(struct probe *p)
 		evloop_del_timer(p->l, p->deadline_timer);
 	free(p->host);
 	free(p->user);
-	free(p->password);
+	free_secret(p->password);
 	free(p->next_user);
-	free(p->next_password);
+	free_secret(p->next_password);
 	free(p);
 }
 
@@ -361,11 +369,11 @@ int probe_set_credentials(struct probe *p, const char *user, const char *passwor
 
 	if (!u || !pw) {
 		free(u);
-		free(pw);
+		free_secret(pw);
 		return -1;
 	}
 	free(p->next_user);
-	free(p->next_password);
+	free_secret(p->next_password);
 	p->next_user = u;
 	p->next_password = pw;
 	return 0;
@@ -379,7 +387,7 @@ static void take_credentials(struct probe *p)
 		return;
 	disconnect(p);
 	free(p->user);
-	free(p->password);
+	free_secret(p->password);
 	p->user = p->next_user;
 	p->password = p->next_password;
 	p->next_user = p->next_password = NULL;

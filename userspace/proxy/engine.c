@@ -58,6 +58,8 @@ static void reap(struct worker *w)
 		buf_free(&c->in);
 		buf_free(&c->out);
 		buf_free(&c->cmd);
+		/* the session's SHA1(password), with which it logs in to backends */
+		explicit_bzero(c->stage1, sizeof(c->stage1));
 		free(c);
 	}
 }

@@ -1017,6 +1017,7 @@ void native_stage2(const char *password, size_t len, uint8_t stage2[SHA1_LEN])
 
 	sha1(password, len, NULL, 0, stage1);
 	sha1(stage1, SHA1_LEN, NULL, 0, stage2);
+	explicit_bzero(stage1, sizeof(stage1));
 }
 
 int native_verify(const uint8_t *scramble, const uint8_t *reply, size_t reply_len,

@@ -340,5 +340,6 @@ void rt_loader_stop(struct proxy_routines *p)
 	rt_snap_put(p->cur);
 	pthread_mutex_destroy(&p->m);
 	pthread_cond_destroy(&p->cv);
+	explicit_bzero(p->password, sizeof(p->password));
 	free(p);
 }
