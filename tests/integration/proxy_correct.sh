@@ -174,9 +174,10 @@ check "no warm login of it was refused" bash -c "! grep -q 'haproxy.*refused\|re
 # promoted: ERR 1927 naming why and a close, never a later write on db1
 # (app_admin could still write there). sandbox.sh promote waits for the
 # session's locks and transactions on db1 (SET GLOBAL read_only), which the
-# proxy ends when its topology changes (SIGHUP of proxy_run).
+# proxy ends when its topology changes (SIGHUP of proxy_run); bounded, so
+# that a proxy that kept them fails the test rather than hanging it.
 pa "CREATE TABLE t.dm_lock (a INT)"
-demote="$SANDBOX promote $P2 >'$T/promote.log' 2>&1 & echo 'writer=db2 readers=db3' >'$T/topo'; kill -HUP $PROXY_PID; wait"
+demote="timeout 120 $SANDBOX promote $P2 >'$T/promote.log' 2>&1 & echo 'writer=db2 readers=db3' >'$T/topo'; kill -HUP $PROXY_PID; wait"
 python3 "$ITEST_ROOT/tests/integration/proxy_demote.py" $PP app_admin app_admin "$demote" \
 	>"$T/demote.out" 2>&1
 grep -v '^ok' "$T/demote.out"
