@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # privdrop.sh - [mysteerd] user: once set up, every thread of mysteerd runs as
 # the system user mysteer (/proc/PID/task/*/status: Uid, CapEff holding only
-# CAP_BPF, CAP_NET_ADMIN and CAP_SYS_PTRACE, NoNewPrivs), and what it does from
+# CAP_BPF, CAP_NET_ADMIN, CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH, NoNewPrivs),
+# and what it does from
 # then on still works: connect steering and sk_lookup follow a failover (map
-# updates), the 6450 proxy serves, a reload re-reads the config and adds a
-# route, and SIGTERM removes every pin.
+# updates), close_on_demote closes a held connection, a restarted local
+# server's listener is taken again (pidfd_getfd), the 6450 proxy serves, a
+# reload re-reads the config and adds a route, and SIGTERM removes every pin.
 . "$(dirname "$0")/lib.sh"
 itest_init privdrop
 
@@ -38,12 +40,12 @@ PID=$ITEST_DAEMON_PID
 wait_until 20 writer_is db1 >/dev/null
 
 # --- what the threads run with ------------------------------------------------------
-# CAP_NET_ADMIN 12, CAP_SYS_PTRACE 19, CAP_BPF 39
-want_cap=$(printf '%016x' $(((1 << 12) | (1 << 19) | (1 << 39))))
+# CAP_DAC_READ_SEARCH 2, CAP_NET_ADMIN 12, CAP_SYS_PTRACE 19, CAP_BPF 39
+want_cap=$(printf '%016x' $(((1 << 2) | (1 << 12) | (1 << 19) | (1 << 39))))
 status_of() { awk -v k="$2:" '$1 == k {$1 = ""; print substr($0, 2)}' "$1/status"; }
 check_eq "Uid of the daemon: mysteer ($UID_M) in all four fields" \
 	"$UID_M $UID_M $UID_M $UID_M" "$(status_of /proc/$PID Uid)"
-check_eq "CapEff: CAP_BPF, CAP_NET_ADMIN, CAP_SYS_PTRACE" "$want_cap" "$(status_of /proc/$PID CapEff)"
+check_eq "CapEff: CAP_BPF, CAP_NET_ADMIN, CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH" "$want_cap" "$(status_of /proc/$PID CapEff)"
 check_eq "CapPrm: the same" "$want_cap" "$(status_of /proc/$PID CapPrm)"
 check_eq "NoNewPrivs" 1 "$(status_of /proc/$PID NoNewPrivs)"
 bad=
@@ -55,7 +57,7 @@ for t in /proc/$PID/task/*; do
 done
 echo "# $n threads"
 check "every thread ($n) runs as mysteer with those capabilities alone${bad:+:$bad}" [ -z "$bad" ]
-check "the log says so" grep -q "running as mysteer (uid $UID_M): capabilities CAP_BPF, CAP_NET_ADMIN, CAP_SYS_PTRACE" "$T/mysteerd.log"
+check "the log says so" grep -q "running as mysteer (uid $UID_M): capabilities CAP_BPF, CAP_NET_ADMIN, CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH" "$T/mysteerd.log"
 
 # --- and it still works ----------------------------------------------------------------
 check_eq "connect4: 6446 lands on the writer" "$P1" "$(port_of 127.0.0.1 6446)"
@@ -82,6 +84,18 @@ sed 's/^/# held: /' "$T/held.out"
 check_eq "connect4: 6446 follows to the new writer" "$P2" "$(port_of 127.0.0.1 6446)"
 check_eq "sk_lookup: 6446 follows too" "$P2" "$(sql 6446 'SELECT @@port')"
 check_eq "6450 follows too" "$P2" "$(sql 6450 'SELECT @@port FOR UPDATE')"
+
+# a local server restarts: its new listener is taken with pidfd_getfd
+# (CAP_SYS_PTRACE) for the sk_lookup handoff
+sb kill "$P3" >/dev/null
+sb start "$P3" >/dev/null
+has_db3() { [[ " $(ctl_readers) " == *" db3 "* ]]; }
+wait_until 30 has_db3 >/dev/null
+back() { "$PEER" count 127.0.0.1 6447 20 | grep -q "^port $P3 "; }
+ms=$(wait_until 20 back)
+check "after db3 restarts, sk_lookup hands 6447 to its new listener (${ms} ms)" back
+n=$(grep -c 'lookup: db3: local handoff to the server' "$T/mysteerd.log")
+check "db3's listener was taken again after the drop (handed off $n times)" [ "$n" -ge 2 ]
 
 # a reload reads the config as mysteer and adds a route
 printf '\n[route:rw2]\nport = 6448\nrole = writer\n' >>"$D/mysteer.conf"

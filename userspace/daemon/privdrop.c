@@ -151,8 +151,10 @@ uint64_t privdrop_caps(const struct config *cfg)
 {
 	uint64_t caps = (1ull << CAP_BPF) | (1ull << CAP_NET_ADMIN);
 
+	/* the handoff finds a local server's listener in /proc/PID/fd (a
+	 * directory only its owner may list) and copies it with pidfd_getfd */
 	if (cfg->lookup && cfg->local_handoff)
-		caps |= 1ull << CAP_SYS_PTRACE;
+		caps |= (1ull << CAP_SYS_PTRACE) | (1ull << CAP_DAC_READ_SEARCH);
 	return caps;
 }
 
@@ -218,6 +220,6 @@ int privdrop(const struct config *cfg, char *err, size_t errlen)
 	log_info("running as %s (uid %u): capabilities CAP_BPF, CAP_NET_ADMIN%s; no new "
 	         "privileges",
 	         cfg->user, (unsigned)plan.uid,
-	         (plan.caps >> CAP_SYS_PTRACE) & 1 ? ", CAP_SYS_PTRACE" : "");
+	         (plan.caps >> CAP_SYS_PTRACE) & 1 ? ", CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH" : "");
 	return 0;
 }

@@ -1,8 +1,9 @@
 /*
  * privdrop.h - [mysteerd] user: once set up, mysteerd runs every thread as
  * that user, keeping only the capabilities it uses from then on (CAP_BPF,
- * CAP_NET_ADMIN, and CAP_SYS_PTRACE for pidfd_getfd when sk_lookup hands
- * connections to local servers) and with PR_SET_NO_NEW_PRIVS.
+ * CAP_NET_ADMIN, and CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH to find and copy
+ * a local server's listener when sk_lookup hands connections to local
+ * servers) and with PR_SET_NO_NEW_PRIVS.
  */
 #ifndef MYSTEER_PRIVDROP_H
 #define MYSTEER_PRIVDROP_H
