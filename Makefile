@@ -18,6 +18,9 @@ BPFTOOL    ?= bpftool
 SAN_FLAGS  ?=
 OPT        ?= -O2
 FUZZ_RUNS  ?= 200000
+# make fuzz: seconds per target, and where the corpus it grows is kept
+FUZZ_TIME  ?= 600
+FUZZ_CORPUS ?= .fuzz-corpus
 
 PKGS       := libbpf inih json-c libpcre2-8 libcrypto libsystemd
 
@@ -69,8 +72,11 @@ deps:
 # (asan_daemon.sh among them runs the ASan/UBSan mysteerd of asan-bins), then
 # the ASan/UBSan build of the unit tests. The runner prints one
 # "N passed, N failed" line and fails if anything failed.
+# A fragment may set FUZZ_RUNS_<target> for a target slower per input.
+FUZZ_EACH = $(foreach t,$(FUZZ_TARGETS),$(if $(FUZZ_RUNS_$(notdir $t)),$(notdir $t)=$(FUZZ_RUNS_$(notdir $t))))
 test: deps all asan-bins $(UNIT_TESTS) $(FUZZ_TARGETS)
 	@tests/run.sh --unit "$(UNIT_TESTS)" --fuzz "$(FUZZ_TARGETS)" --fuzz-runs $(FUZZ_RUNS) \
+		--fuzz-runs-each "$(FUZZ_EACH)" \
 		--integ "$(INTEG_TESTS)" --valgrind "$(VALGRIND_TESTS)" --asan
 
 # Unit tests under valgrind. test_handoff is left out: valgrind 3.19 does not
@@ -82,8 +88,13 @@ valgrind: all $(UNIT_TESTS)
 unit: all $(UNIT_TESTS)
 	@tests/run.sh --unit "$(UNIT_TESTS)"
 
+# make fuzz: a long run, FUZZ_TIME seconds per target (FUZZ=fuzz_engine: that
+# one only), growing a corpus kept in $(FUZZ_CORPUS)/<target> across runs;
+# crashes go to $(FUZZ_CORPUS)/<target>-crashes.
+FUZZ ?=
 fuzz: $(FUZZ_TARGETS)
-	@tests/run.sh --fuzz "$(FUZZ_TARGETS)" --fuzz-runs $(FUZZ_RUNS)
+	@tests/run.sh --fuzz "$(if $(FUZZ),$(filter %/$(FUZZ),$(FUZZ_TARGETS)),$(FUZZ_TARGETS))" \
+		--fuzz-time $(FUZZ_TIME) --corpus $(FUZZ_CORPUS)
 
 integration: all asan-bins
 	@tests/run.sh --integ "$(INTEG_TESTS)"

@@ -5,12 +5,17 @@
 set -u
 cd "$(dirname "$0")/.."
 
-unit="" fuzz="" integ="" asan=0 fuzz_runs=200000 vg=""
+unit="" fuzz="" integ="" asan=0 fuzz_runs=200000 vg="" fuzz_each="" fuzz_time="" corpus=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--unit) unit="$2"; shift 2 ;;
 	--fuzz) fuzz="$2"; shift 2 ;;
 	--fuzz-runs) fuzz_runs="$2"; shift 2 ;;
+	# "name=N ...": runs for those targets instead of --fuzz-runs
+	--fuzz-runs-each) fuzz_each="$2"; shift 2 ;;
+	# a long run: each target for SECS, adding to a corpus kept in DIR/NAME
+	--fuzz-time) fuzz_time="$2"; shift 2 ;;
+	--corpus) corpus="$2"; shift 2 ;;
 	--integ) integ="$2"; shift 2 ;;
 	--asan) asan=1; shift ;;
 	--valgrind) vg="$2"; shift 2 ;;
@@ -37,16 +42,30 @@ done
 
 for t in $fuzz; do
 	name=$(basename "$t")
-	echo "== fuzz $name ($fuzz_runs runs)"
+	runs=$fuzz_runs
+	for kv in $fuzz_each; do
+		[ "${kv%%=*}" = "$name" ] && runs=${kv#*=}
+	done
 	seeds="tests/fuzz/seeds/${name#fuzz_}"
-	# libFuzzer adds what it finds to the FIRST corpus dir: a scratch dir, so
-	# the committed seeds stay as they are.
-	scratch="$logdir/corpus-$name"
-	rm -rf "$scratch" && mkdir -p "$scratch"
-	args=(-runs="$fuzz_runs" -max_len=4096 -rss_limit_mb=4096 "$scratch")
+	if [ -n "$fuzz_time" ]; then
+		# libFuzzer adds what it finds to the FIRST corpus dir: the kept one
+		keep="${corpus:-.fuzz-corpus}/$name"
+		mkdir -p "$keep" "$keep-crashes"
+		echo "== fuzz $name (${fuzz_time} s, corpus $keep, crashes in $keep-crashes)"
+		args=(-max_total_time="$fuzz_time" -max_len=4096 -rss_limit_mb=4096
+		      -artifact_prefix="$keep-crashes/" "$keep")
+	else
+		echo "== fuzz $name ($runs runs)"
+		# the scratch dir first, so the committed seeds stay as they are
+		keep="$logdir/corpus-$name"
+		rm -rf "$keep" && mkdir -p "$keep"
+		args=(-runs="$runs" -max_len=4096 -rss_limit_mb=4096 "$keep")
+	fi
 	if [ -d "$seeds" ]; then args+=("$seeds"); fi
+	start=$(date +%s)
 	"$t" "${args[@]}" >"$logdir/$name.log" 2>&1; rc=$?
 	tail -n 3 "$logdir/$name.log"
+	echo "   ($(($(date +%s) - start)) s)"
 	record "fuzz:$name" $rc
 done
 

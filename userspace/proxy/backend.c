@@ -361,12 +361,39 @@ void bconn_event(struct bconn *b, uint32_t events)
 		bconn_update(b);
 }
 
+/* A non-blocking socket connecting to be, or -1 (a failed connect is
+ * logged). */
+static int bconn_connect(struct worker *w, const struct topo_backend *be)
+{
+	int fd, one = 1;
+
+#ifdef MYSTEER_ENGINE_TEST
+	if (w->e->test_connect) {
+		fd = w->e->test_connect(w->e->test_connect_arg, be);
+		if (fd < 0)
+			log_info("proxy: connect to %s: %s", be->name, strerror(errno));
+		return fd;
+	}
+#endif
+	fd = socket(be->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
+		log_debug("proxy: TCP_NODELAY: %s", strerror(errno));
+	if (connect(fd, (const struct sockaddr *)&be->addr, be->addrlen) < 0 &&
+	    errno != EINPROGRESS) {
+		log_info("proxy: connect to %s: %s", be->name, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 /* A new connection to be, for c (or a ghost: a warm one). NULL with *full
  * set when the backend is at pool_max_per_backend. */
 struct bconn *bconn_open(struct client *c, const struct topo_backend *be, bool writer, bool *full)
 {
 	struct bconn *b;
-	int one = 1;
 
 	*full = false;
 	if (be->addrlen == 0)
@@ -387,19 +414,12 @@ struct bconn *bconn_open(struct client *c, const struct topo_backend *be, bool w
 	b->writer = writer;
 	b->backend_id = be->id;
 	snprintf(b->name, sizeof(b->name), "%s", be->name);
-	b->fd = socket(be->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (b->fd < 0) {
-		free(b);
-		slot_release(c->w, be->id);
-		return NULL;
-	}
-	if (setsockopt(b->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
-		log_debug("proxy: TCP_NODELAY: %s", strerror(errno));
-	if ((connect(b->fd, (const struct sockaddr *)&be->addr, be->addrlen) < 0 &&
-	     errno != EINPROGRESS) ||
-	    ep_add(c->w, b->fd, EPOLLOUT, b) < 0) {
-		log_info("proxy: connect to %s: %s", be->name, strerror(errno));
-		close(b->fd);
+	b->fd = bconn_connect(c->w, be);
+	if (b->fd < 0 || ep_add(c->w, b->fd, EPOLLOUT, b) < 0) {
+		if (b->fd >= 0) {
+			log_info("proxy: connect to %s: %s", be->name, strerror(errno));
+			close(b->fd);
+		}
 		free(b);
 		slot_release(c->w, be->id);
 		return NULL;

@@ -949,10 +949,8 @@ static bool admit(struct worker *w, int fd)
  */
 void accept_clients(struct worker *w, struct listener *l)
 {
-	struct proxy_engine *e = w->e;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
-	struct client *c;
 	int fd;
 
 	do
@@ -964,30 +962,38 @@ void accept_clients(struct worker *w, struct listener *l)
 			log_warn("proxy: accept: %s", strerror(errno));
 		return;
 	}
+	client_adopt(w, fd, &ss);
+}
+
+struct client *client_adopt(struct worker *w, int fd, const struct sockaddr_storage *ss)
+{
+	struct proxy_engine *e = w->e;
+	struct client *c;
+
 	if (!admit(w, fd))
-		return;
+		return NULL;
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		atomic_fetch_sub(&e->nclients, 1);
 		refuse(fd, 1041, "Out of memory");
-		return;
+		return NULL;
 	}
 	c->type = EV_CLIENT;
 	c->w = w;
 	c->fd = fd;
 	c->st = C_HANDSHAKE;
-	if (ss.ss_family == AF_INET)
-		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, c->host,
+	if (ss->ss_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, c->host,
 		          sizeof(c->host));
 	else
-		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, c->host,
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, c->host,
 		          sizeof(c->host));
 	if (!strncmp(c->host, "::ffff:", 7))
 		memmove(c->host, c->host + 7, strlen(c->host + 7) + 1);
 	/* which worker serves whom: its pool and its queue (proxy_fair.sh) */
 	log_debug("proxy: worker %d: a client from %s port %u", (int)(w - e->workers), c->host,
-	          ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
-	                                        : ((struct sockaddr_in6 *)&ss)->sin6_port));
+	          ntohs(ss->ss_family == AF_INET ? ((const struct sockaddr_in *)ss)->sin_port
+	                                         : ((const struct sockaddr_in6 *)ss)->sin6_port));
 	c->events = EPOLLIN | EPOLLRDHUP;
 	if (scramble_fill_pooled(&w->scrambles, c->scramble) < 0 ||
 	    ep_add(w, fd, c->events, c) < 0) {
@@ -995,7 +1001,7 @@ void accept_clients(struct worker *w, struct listener *l)
 		atomic_fetch_sub(&e->nclients, 1);
 		close(fd);
 		free(c);
-		return;
+		return NULL;
 	}
 	c->next = w->clients;
 	if (w->clients)
@@ -1005,8 +1011,11 @@ void accept_clients(struct worker *w, struct listener *l)
 	c->deadline_ms = now_ms() + (uint64_t)e->handshake_timeout_ms;
 	c->active_ms = now_ms();
 	send_handshake(c);
-	if (client_flush(c) < 0)
+	if (client_flush(c) < 0) {
 		client_close(c);
+		return NULL;
+	}
+	return c;
 }
 
 void client_close(struct client *c)

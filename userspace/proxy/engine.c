@@ -110,58 +110,63 @@ static int loop_timeout(const struct worker *w)
 	return due - now < SWEEP_MS ? (int)(due - now) : SWEEP_MS;
 }
 
-static void *worker_main(void *arg)
+/* One batch of events (waiting at most timeout_ms), then what follows every
+ * batch: the waits served, objects freed, the sweep when it is due. */
+void worker_once(struct worker *w, int timeout_ms)
 {
-	struct worker *w = arg;
 	struct epoll_event evs[128];
+	int n = epoll_wait(w->ep, evs, 128, timeout_ms);
 
-	while (!w->stop) {
-		int n = epoll_wait(w->ep, evs, 128, loop_timeout(w));
-		if (n < 0 && errno != EINTR) {
-			log_error("proxy: epoll_wait: %s", strerror(errno));
+	if (n < 0 && errno != EINTR) {
+		log_error("proxy: epoll_wait: %s", strerror(errno));
+		w->stop = true;
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		enum ev_type *t = evs[i].data.ptr;
+		uint32_t ev = evs[i].events;
+		uint64_t v;
+
+		switch (*t) {
+		case EV_LISTEN:
+			accept_clients(w, (struct listener *)t);
+			break;
+		case EV_WAKE:
+			if (read(w->wakefd, &v, sizeof(v)) < 0)
+				log_debug("proxy: wake: %s", strerror(errno));
+			w->kick = true; /* another worker freed a slot, or waits */
+			break;
+		case EV_CLIENT: {
+			struct client *c = (struct client *)t;
+			if (!c->dead)
+				client_event(c, ev);
 			break;
 		}
-		for (int i = 0; i < n; i++) {
-			enum ev_type *t = evs[i].data.ptr;
-			uint32_t ev = evs[i].events;
-			uint64_t v;
-
-			switch (*t) {
-			case EV_LISTEN:
-				accept_clients(w, (struct listener *)t);
-				break;
-			case EV_WAKE:
-				if (read(w->wakefd, &v, sizeof(v)) < 0)
-					log_debug("proxy: wake: %s", strerror(errno));
-				w->kick = true; /* another worker freed a slot, or waits */
-				break;
-			case EV_CLIENT: {
-				struct client *c = (struct client *)t;
-				if (!c->dead)
-					client_event(c, ev);
-				break;
-			}
-			case EV_BACKEND: {
-				struct bconn *b = (struct bconn *)t;
-				if (!b->dead && b->pooled)
-					pool_event(b, ev);
-				else if (!b->dead)
-					bconn_event(b, ev);
-				break;
-			}
-			}
+		case EV_BACKEND: {
+			struct bconn *b = (struct bconn *)t;
+			if (!b->dead && b->pooled)
+				pool_event(b, ev);
+			else if (!b->dead)
+				bconn_event(b, ev);
+			break;
 		}
-		if (w->kick && !w->stop) {
-			w->kick = false;
-			if (w->wait_head)
-				waiters_run(w);
-			pool_yield(w);
 		}
-		if (w->wait_head && now_ms() >= w->wait_head->wait_deadline)
-			wait_expire(w, now_ms());
-		reap(w);
-		sweep(w);
 	}
+	if (w->kick && !w->stop) {
+		w->kick = false;
+		if (w->wait_head)
+			waiters_run(w);
+		pool_yield(w);
+	}
+	if (w->wait_head && now_ms() >= w->wait_head->wait_deadline)
+		wait_expire(w, now_ms());
+	reap(w);
+	sweep(w);
+}
+
+/* Every session and connection of the worker closed and freed. */
+static void worker_drain(struct worker *w)
+{
 	while (w->clients)
 		client_close(w->clients);
 	while (w->pool)
@@ -169,6 +174,15 @@ static void *worker_main(void *arg)
 	while (w->warming)
 		bconn_free(w->warming);
 	reap(w);
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+
+	while (!w->stop)
+		worker_once(w, loop_timeout(w));
+	worker_drain(w);
 	return NULL;
 }
 
@@ -403,21 +417,16 @@ static void raise_nofile(const struct config *cfg)
 		         (unsigned long long)rl.rlim_max, cfg->max_client_connections);
 }
 
-struct proxy_engine *proxy_engine_start(const struct config *cfg, uint16_t port, char *err,
-                                        size_t errlen)
+/* An engine of n workers before they start: no epoll sets, listeners,
+ * threads or routine loader yet. */
+static struct proxy_engine *engine_new(const struct config *cfg, int n, char *err, size_t errlen)
 {
-	struct proxy_engine *e;
-	int n = cfg->workers > 0 ? cfg->workers : get_nprocs();
-	bool use[CONFIG_MAX_BINDS];
+	struct proxy_engine *e = calloc(1, sizeof(*e));
 
-	if (usable_binds(cfg, port, use, err, errlen) < 0)
-		return NULL;
-	e = calloc(1, sizeof(*e));
 	if (!e) {
 		snprintf(err, errlen, "proxy: out of memory");
 		return NULL;
 	}
-	raise_nofile(cfg);
 	pthread_mutex_init(&e->users_mu, NULL);
 	e->users = users_new(cfg);
 	e->max_clients = cfg->max_client_connections;
@@ -436,14 +445,30 @@ struct proxy_engine *proxy_engine_start(const struct config *cfg, uint16_t port,
 		return NULL;
 	}
 	e->nworkers = n;
-	e->routines = rt_loader_start(cfg->probe_user, cfg->probe_password,
-	                              (unsigned)(cfg->interval_ms > 0 ? cfg->interval_ms : 1000));
 	for (int i = 0; i < n; i++) {
 		e->workers[i].ep = e->workers[i].wakefd = -1;
 		/* before any thread starts: the others read it */
 		for (int id = 0; id < PROXY_MAX_IDS; id++)
 			atomic_init(&e->workers[i].oldest[id], WAIT_NONE);
 	}
+	return e;
+}
+
+struct proxy_engine *proxy_engine_start(const struct config *cfg, uint16_t port, char *err,
+                                        size_t errlen)
+{
+	struct proxy_engine *e;
+	int n = cfg->workers > 0 ? cfg->workers : get_nprocs();
+	bool use[CONFIG_MAX_BINDS];
+
+	if (usable_binds(cfg, port, use, err, errlen) < 0)
+		return NULL;
+	raise_nofile(cfg);
+	e = engine_new(cfg, n, err, errlen);
+	if (!e)
+		return NULL;
+	e->routines = rt_loader_start(cfg->probe_user, cfg->probe_password,
+	                              (unsigned)(cfg->interval_ms > 0 ? cfg->interval_ms : 1000));
 	for (int i = 0; i < n; i++) {
 		struct worker *w = &e->workers[i];
 		if (worker_init(w, e, cfg, use, port, err, errlen) < 0) {
@@ -539,3 +564,62 @@ void proxy_engine_pool(struct proxy_engine *e, uint32_t id, struct proxy_pool_st
 	ps->readers = readers_count(atomic_load(&e->be_readers[id]));
 	ps->wait_timeouts = atomic_load(&e->be_wait_timeouts[id]);
 }
+
+#ifdef MYSTEER_ENGINE_TEST
+/* ---- engine_test.h: the engine in the test's own thread ---- */
+#include "proxy/engine_test.h"
+
+uint64_t engine_test_skew_ms;
+
+struct proxy_engine *proxy_engine_test_new(const struct config *cfg, proxy_test_connect_fn fn,
+                                           void *arg, char *err, size_t errlen)
+{
+	bool use[CONFIG_MAX_BINDS] = {false}; /* no listener */
+	struct proxy_engine *e = engine_new(cfg, 1, err, errlen);
+
+	if (!e)
+		return NULL;
+	e->test_connect = fn;
+	e->test_connect_arg = arg;
+	if (worker_init(&e->workers[0], e, cfg, use, 0, err, errlen) < 0) {
+		proxy_engine_stop(e);
+		return NULL;
+	}
+	return e;
+}
+
+int proxy_engine_test_client(struct proxy_engine *e, int fd)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(40000)};
+	struct sockaddr_storage ss = {0};
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	memcpy(&ss, &sin, sizeof(sin));
+	return client_adopt(&e->workers[0], fd, &ss) ? 0 : -1;
+}
+
+void proxy_engine_test_run(struct proxy_engine *e, int timeout_ms)
+{
+	worker_once(&e->workers[0], timeout_ms);
+}
+
+void proxy_engine_test_sweep(struct proxy_engine *e)
+{
+	struct worker *w = &e->workers[0];
+
+	w->last_sweep = 0;
+	sweep(w);
+	reap(w);
+}
+
+void proxy_engine_test_advance(uint64_t ms)
+{
+	engine_test_skew_ms += ms;
+}
+
+void proxy_engine_test_free(struct proxy_engine *e)
+{
+	worker_drain(&e->workers[0]);
+	proxy_engine_stop(e);
+}
+#endif

@@ -391,6 +391,11 @@ struct proxy_engine {
 	 * it. One word, so a release and a reset cannot interleave. */
 	_Atomic uint64_t be_readers[PROXY_MAX_IDS];
 	struct proxy_routines *routines;
+#ifdef MYSTEER_ENGINE_TEST
+	/* engine_test.h: backend connections come from here */
+	int (*test_connect)(void *arg, const struct topo_backend *be);
+	void *test_connect_arg;
+#endif
 };
 
 /* One listening socket of a worker: an address of [proxy] bind. */
@@ -540,9 +545,17 @@ static inline int buf_put_packet(struct buf *b, uint8_t seq, const uint8_t *p, s
 
 /* The event loop's monotonic clock (evloop.h), under the name the engine's
  * files use. */
+#ifdef MYSTEER_ENGINE_TEST
+extern uint64_t engine_test_skew_ms; /* proxy_engine_test_advance() */
+#endif
+
 static inline uint64_t now_ms(void)
 {
+#ifdef MYSTEER_ENGINE_TEST
+	return mono_ms() + engine_test_skew_ms;
+#else
 	return mono_ms();
+#endif
 }
 
 static inline int ep_add(struct worker *w, int fd, uint32_t events, void *ptr)
@@ -621,6 +634,8 @@ void pool_warm(struct worker *w);
 int ghosts_init(struct worker *w);
 int ghosts_renew(struct worker *w);
 void ghosts_free(struct worker *w);
+/* engine.c: one batch of the worker's events and what follows it */
+void worker_once(struct worker *w, int timeout_ms);
 /* engine.c: the users now; a reload's new table is taken up here (and the
  * ghosts made again for it) */
 const struct user_table *worker_users(struct worker *w);
@@ -732,6 +747,8 @@ void cmd_fail_state(struct client *c, uint16_t code, const char *sqlstate, const
 void client_process(struct client *c);
 void client_event(struct client *c, uint32_t events);
 void accept_clients(struct worker *w, struct listener *l);
+/* A session on fd, accepted from ss: NULL when refused (fd closed). */
+struct client *client_adopt(struct worker *w, int fd, const struct sockaddr_storage *ss);
 void accept_resume(struct worker *w);
 
 #endif

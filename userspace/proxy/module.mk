@@ -72,3 +72,22 @@ BINS += $(BUILD)/tests/proxy_fair
 $(BUILD)/tests/proxy_fair: $(BUILD)/obj/tests/integration/proxy_fair.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+# fuzz_engine: libFuzzer target over the whole engine (tests/fuzz/
+# fuzz_engine.c) with scripted backends (tests/lib/scripted_server.c) on
+# socketpairs, built from the engine's sources with -DMYSTEER_ENGINE_TEST,
+# which compiles in its test seam (proxy/engine_test.h); left out of the
+# ASan build (already instrumented here). make test runs it for
+# FUZZ_RUNS_fuzz_engine inputs (each one a whole session), not FUZZ_RUNS.
+ifeq ($(SAN_FLAGS),)
+FUZZ_ENGINE_SRCS := $(patsubst $(BUILD)/obj/%.o,%.c,$(PROXY_OBJS) $(CLASSIFY_OBJS) \
+		      $(CONFIG_OBJS) $(COMMON_OBJS)) tests/lib/scripted_server.c
+FUZZ_TARGETS += $(BUILD)/fuzz/fuzz_engine
+FUZZ_RUNS_fuzz_engine ?= 4000
+$(BUILD)/fuzz/fuzz_engine: tests/fuzz/fuzz_engine.c $(FUZZ_ENGINE_SRCS) \
+		$(wildcard userspace/*/*.h userspace/classify/*.def tests/lib/*.h)
+	@mkdir -p $(dir $@)
+	$(CLANG) -g -O1 -std=gnu11 -DMYSTEER_ENGINE_TEST -Iuserspace -I$(BUILD)/gen $(PKG_CFLAGS) \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		tests/fuzz/fuzz_engine.c $(FUZZ_ENGINE_SRCS) -o $@ -pthread $(PKG_LIBS) -lelf -lz -lm
+endif
