@@ -648,18 +648,23 @@ static bool take_packets(struct client *c)
 
 	while (!c->closing && !c->dead && client_takes(c)) {
 		size_t total, payload;
-		uint8_t seq, *p = c->in.d + c->in.off;
+		uint8_t seq, *p;
 		/* before login, only a handshake response or an auth switch
 		 * reply can come: an anonymous client does not get
 		 * max_packet_size bytes buffered */
 		size_t max = c->st == C_IDLE ? e->max_packet : PREAUTH_MAX_PACKET;
-		int r = pkt_whole(p, buf_used(&c->in), max, &total, &payload, &seq);
+		int r;
 
+		/* nothing buffered: c->in.d may be NULL (buf_trim freed it) */
+		if (!buf_used(&c->in)) {
+			c->pkt_since_ms = 0;
+			return false;
+		}
+		p = c->in.d + c->in.off;
+		r = pkt_whole(p, buf_used(&c->in), max, &total, &payload, &seq);
 		if (r == 0) {
 			/* the packet it is sending is not whole yet: since when */
-			if (!buf_used(&c->in))
-				c->pkt_since_ms = 0;
-			else if (!c->pkt_since_ms)
+			if (!c->pkt_since_ms)
 				c->pkt_since_ms = now_ms();
 			return false;
 		}

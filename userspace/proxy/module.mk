@@ -90,4 +90,16 @@ $(BUILD)/fuzz/fuzz_engine: tests/fuzz/fuzz_engine.c $(FUZZ_ENGINE_SRCS) \
 	$(CLANG) -g -O1 -std=gnu11 -DMYSTEER_ENGINE_TEST -Iuserspace -I$(BUILD)/gen $(PKG_CFLAGS) \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		tests/fuzz/fuzz_engine.c $(FUZZ_ENGINE_SRCS) -o $@ -pthread $(PKG_LIBS) -lelf -lz -lm
+
+# test_engine: sessions fuzz_engine found breaking the engine, as unit tests
+# on the same seam, built with clang's ASan/UBSan (so not run under valgrind).
+UNIT_TESTS += $(BUILD)/tests/test_engine
+$(BUILD)/tests/test_engine: tests/unit/test_engine.c $(FUZZ_ENGINE_SRCS) \
+		$(wildcard userspace/*/*.h userspace/classify/*.def tests/lib/*.h)
+	@mkdir -p $(dir $@)
+	$(CLANG) -g -O1 -std=gnu11 -Wall -Wextra -Wno-unused-parameter -DMYSTEER_ENGINE_TEST \
+		-Iuserspace -I$(BUILD)/gen $(PKG_CFLAGS) -fsanitize=address,undefined \
+		-fno-sanitize-recover=undefined -fno-omit-frame-pointer \
+		tests/unit/test_engine.c $(FUZZ_ENGINE_SRCS) -o $@ -pthread $(PKG_LIBS) \
+		$(CHECK_LIBS) -lelf -lz -lm
 endif
