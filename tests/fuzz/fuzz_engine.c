@@ -134,10 +134,20 @@ static int backend_connect(void *arg, const struct topo_backend *be)
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0)
 		return -1;
 	switch (sel % 4) {
-	case 0: o.caps = SS_CAPS_MARIADB; o.ext_caps = 1u << 3; o.version = "5.5.5-10.11.6-MariaDB"; break;
-	case 1: o.caps = SS_CAPS_MYSQL8; break;
-	case 2: o.caps = SS_CAPS_MARIADB & ~CAP_SESSION_TRACK; break;
-	case 3: o.caps = SS_CAPS_MARIADB & ~CAP_DEPRECATE_EOF; break;
+	case 0:
+		o.caps = SS_CAPS_MARIADB;
+		o.ext_caps = 1u << 3;
+		o.version = "5.5.5-10.11.6-MariaDB";
+		break;
+	case 1:
+		o.caps = SS_CAPS_MYSQL8;
+		break;
+	case 2:
+		o.caps = SS_CAPS_MARIADB & ~CAP_SESSION_TRACK;
+		break;
+	case 3:
+		o.caps = SS_CAPS_MARIADB & ~CAP_DEPRECATE_EOF;
+		break;
 	}
 	if (sel & 0x10)
 		o.plugin = "caching_sha2_password";
@@ -215,7 +225,8 @@ static void answer_right(struct ctx *x, struct srv *v, const uint8_t *p, size_t 
 	case COM_QUERY:
 		if (starts_with(sql, sn, "SELECT") || starts_with(sql, sn, "SHOW") ||
 		    starts_with(sql, sn, "WITH") || starts_with(sql, sn, "CALL")) {
-			if (mentions(sql, sn, "MASTER_GTID_WAIT") || mentions(sql, sn, "LAST_INSERT_ID")) {
+			if (mentions(sql, sn, "MASTER_GTID_WAIT") ||
+			    mentions(sql, sn, "LAST_INSERT_ID")) {
 				static const char *const zero[] = {"0"};
 				ss_result(v->s, 1, NULL, 1, zero, 0);
 			} else if (mentions(sql, sn, "; SELECT")) {
@@ -228,8 +239,9 @@ static void answer_right(struct ctx *x, struct srv *v, const uint8_t *p, size_t 
 				ss_result(v->s, 2, NULL, 3, rows, 0);
 			}
 		} else if (starts_with(sql, sn, "BEGIN") || starts_with(sql, sn, "START")) {
-			ok_after(x, v, sql, sn, SST_AUTOCOMMIT | SST_IN_TRANS |
-			                            (mentions(sql, sn, "READ ONLY") ? SST_IN_TRANS_READONLY : 0));
+			ok_after(x, v, sql, sn,
+			         SST_AUTOCOMMIT | SST_IN_TRANS |
+			             (mentions(sql, sn, "READ ONLY") ? SST_IN_TRANS_READONLY : 0));
 		} else {
 			ok_after(x, v, sql, sn, 0);
 		}
@@ -288,16 +300,28 @@ static void answer_login(struct ctx *x, struct srv *v, const struct ss_req *r)
 		return;
 	}
 	switch (op % 16) {
-	case 10: ss_err(v->s, 1045, "28000", "Access denied for user"); break;
-	case 11: ss_err(v->s, 1040, "08004", "Too many connections"); break;
-	case 12: ss_auth_switch(v->s, NATIVE_PLUGIN, scr, SCRAMBLE_LEN); break;
-	case 13: ss_auth_switch(v->s, "caching_sha2_password", scr, SCRAMBLE_LEN); break;
+	case 10:
+		ss_err(v->s, 1045, "28000", "Access denied for user");
+		break;
+	case 11:
+		ss_err(v->s, 1040, "08004", "Too many connections");
+		break;
+	case 12:
+		ss_auth_switch(v->s, NATIVE_PLUGIN, scr, SCRAMBLE_LEN);
+		break;
+	case 13:
+		ss_auth_switch(v->s, "caching_sha2_password", scr, SCRAMBLE_LEN);
+		break;
 	case 14:
 		n = in_bytes(&x->be, &b, in_byte(&x->be, 0) % sizeof(junk));
 		ss_packet(v->s, b, n);
 		break;
-	case 15: v->hung = true; break;
-	default: ss_ok(v->s, NULL); break;
+	case 15:
+		v->hung = true;
+		break;
+	default:
+		ss_ok(v->s, NULL);
+		break;
 	}
 }
 
@@ -315,8 +339,12 @@ static void answer_cmd(struct ctx *x, struct srv *v, const struct ss_req *r)
 		return;
 	}
 	switch (op & 0x0f) {
-	case 0: ss_err(v->s, 1064, "42000", "You have an error in your SQL syntax"); break;
-	case 1: ss_err(v->s, 1290, "HY000", "--read-only"); break;
+	case 0:
+		ss_err(v->s, 1064, "42000", "You have an error in your SQL syntax");
+		break;
+	case 1:
+		ss_err(v->s, 1290, "HY000", "--read-only");
+		break;
 	case 2: /* OK with any status and state */
 		ok.status = (uint16_t)(in_byte(&x->be, 2) | in_byte(&x->be, 0) << 8);
 		ok.warnings = in_byte(&x->be, 0);
@@ -336,13 +364,19 @@ static void answer_cmd(struct ctx *x, struct srv *v, const struct ss_req *r)
 		n = in_bytes(&x->be, &b, in_byte(&x->be, 0) % 32);
 		ss_raw(v->s, b, n);
 		break;
-	case 5: ss_close(v->s); break;
-	case 6: v->hung = true; break; /* no answer */
-	case 7: /* the right answer, written a few bytes at a time */
+	case 5:
+		ss_close(v->s);
+		break;
+	case 6:
+		v->hung = true;
+		break; /* no answer */
+	case 7:        /* the right answer, written a few bytes at a time */
 		ss_trickle(v->s, 1 + in_byte(&x->be, 0) % 7);
 		answer_right(x, v, r->p, r->n);
 		break;
-	case 8: ss_eof(v->s, 0, SST_AUTOCOMMIT); break;
+	case 8:
+		ss_eof(v->s, 0, SST_AUTOCOMMIT);
+		break;
 	case 9: /* a result set with more to follow, then what the input says */
 		ss_result(v->s, 1, NULL, 1, one, SST_AUTOCOMMIT | SST_MORE_RESULTS);
 		if (in_byte(&x->be, 0) & 1)
@@ -365,7 +399,9 @@ static void answer_cmd(struct ctx *x, struct srv *v, const struct ss_req *r)
 		ss_packet(v->s, "\x02", 1);
 		ss_err(v->s, 1317, "70100", "Query execution was interrupted");
 		break;
-	default: answer_right(x, v, r->p, r->n); break;
+	default:
+		answer_right(x, v, r->p, r->n);
+		break;
 	}
 }
 
@@ -388,7 +424,8 @@ static bool serve(struct ctx *x, struct srv *v)
 		moved = true;
 		if (trace) {
 			char who[32];
-			snprintf(who, sizeof(who), "backend %d (id %u) <-", (int)(v - x->srv), v->be_id);
+			snprintf(who, sizeof(who), "backend %d (id %u) <-", (int)(v - x->srv),
+			         v->be_id);
 			show(who, r.p, r.n);
 		}
 		if (r.phase == SS_LOGIN && (!r.login_ok || r.login.ssl_request))
@@ -442,16 +479,16 @@ static bool client_drain(struct ctx *x)
 	while (x->cfd >= 0) {
 		size_t total, payload;
 		uint8_t seq;
-		ssize_t r = recv(x->cfd, x->cin + x->cin_len, sizeof(x->cin) - x->cin_len,
-		                 MSG_DONTWAIT);
+		ssize_t r =
+		    recv(x->cfd, x->cin + x->cin_len, sizeof(x->cin) - x->cin_len, MSG_DONTWAIT);
 		int k;
 
 		if (r <= 0)
 			break;
 		moved = true;
 		x->cin_len += (size_t)r;
-		while ((k = pkt_whole(x->cin, x->cin_len, sizeof(x->cin), &total, &payload, &seq)) ==
-		       1) {
+		while ((k = pkt_whole(x->cin, x->cin_len, sizeof(x->cin), &total, &payload,
+		                      &seq)) == 1) {
 			show("client <-", x->cin + PKT_HDR, payload);
 			if (!x->saw_handshake) {
 				pkt_join(x->cin, x->cin, payload);
@@ -467,7 +504,8 @@ static bool client_drain(struct ctx *x)
 		if (k < 0) {
 			/* a packet too long for the buffer is fine; bad ids are not */
 			struct pkt_frag f;
-			if (pkt_frag_hdr(x->cin, x->cin_len, &f) && f.len + PKT_HDR < sizeof(x->cin))
+			if (pkt_frag_hdr(x->cin, x->cin_len, &f) &&
+			    f.len + PKT_HDR < sizeof(x->cin))
 				die("the proxy sent the client bytes that are not packets");
 			x->cin_len = 0;
 		}
@@ -523,10 +561,19 @@ static void login(struct ctx *x)
 	snprintf(r.user, sizeof(r.user), "app");
 	snprintf(r.plugin, sizeof(r.plugin), "%s", NATIVE_PLUGIN);
 	switch (mode % 8) {
-	case 1: pw = "wrong"; break;
-	case 2: snprintf(r.user, sizeof(r.user), "nobody"); break;
-	case 3: snprintf(r.user, sizeof(r.user), "hashed"); pw = "secret"; break;
-	case 4: snprintf(r.plugin, sizeof(r.plugin), "caching_sha2_password"); break;
+	case 1:
+		pw = "wrong";
+		break;
+	case 2:
+		snprintf(r.user, sizeof(r.user), "nobody");
+		break;
+	case 3:
+		snprintf(r.user, sizeof(r.user), "hashed");
+		pw = "secret";
+		break;
+	case 4:
+		snprintf(r.plugin, sizeof(r.plugin), "caching_sha2_password");
+		break;
 	case 5: /* the input's bytes as the login */
 		n = (int)in_bytes(&x->in, &b, in_byte(&x->in, 0));
 		client_packet(x, 1, b, (size_t)n);
@@ -542,7 +589,8 @@ static void login(struct ctx *x)
 		client_packet(x, 1, pkt, 32);
 		pump(x);
 		return;
-	default: break;
+	default:
+		break;
 	}
 	sha1(pw, strlen(pw), NULL, 0, stage1);
 	if (mode % 8 != 4) {
@@ -663,7 +711,7 @@ static void cmd_execute(struct ctx *x)
 	n += 4;
 	if (np) {
 		pkt[n++] = in_byte(&x->in, 0) & ((1u << np) - 1); /* NULL bitmap */
-		pkt[n++] = in_byte(&x->in, 1) & 1;                 /* new params bound */
+		pkt[n++] = in_byte(&x->in, 1) & 1;                /* new params bound */
 		if (pkt[n - 1]) {
 			for (unsigned i = 0; i < np; i++) {
 				pkt[n++] = 0x03; /* LONG */
@@ -729,23 +777,51 @@ static void cmd_simple(struct ctx *x)
 	uint8_t op = in_byte(&x->in, 0), pkt[8];
 
 	switch (op % 12) {
-	case 0: pkt[0] = COM_PING; client_packet(x, 0, pkt, 1); break;
-	case 1: cmd_text(x, COM_INIT_DB, op & 0x10 ? "test" : "other"); break;
-	case 2: pkt[0] = COM_RESET_CONNECTION; client_packet(x, 0, pkt, 1); break;
-	case 3: cmd_text(x, COM_FIELD_LIST, "t"); break;
-	case 4: pkt[0] = COM_STATISTICS; client_packet(x, 0, pkt, 1); break;
+	case 0:
+		pkt[0] = COM_PING;
+		client_packet(x, 0, pkt, 1);
+		break;
+	case 1:
+		cmd_text(x, COM_INIT_DB, op & 0x10 ? "test" : "other");
+		break;
+	case 2:
+		pkt[0] = COM_RESET_CONNECTION;
+		client_packet(x, 0, pkt, 1);
+		break;
+	case 3:
+		cmd_text(x, COM_FIELD_LIST, "t");
+		break;
+	case 4:
+		pkt[0] = COM_STATISTICS;
+		client_packet(x, 0, pkt, 1);
+		break;
 	case 5:
 		pkt[0] = COM_SET_OPTION;
 		pkt[1] = op & 0x10 ? 1 : 0;
 		pkt[2] = 0;
 		client_packet(x, 0, pkt, 3);
 		break;
-	case 6: cmd_bytes(x, COM_CHANGE_USER, 64); break;
-	case 7: pkt[0] = (uint8_t)(0x20 + op % 8); client_packet(x, 0, pkt, 1); break;
-	case 8: pkt[0] = COM_QUIT; client_packet(x, 0, pkt, 1); break;
-	case 9: client_packet(x, 0, pkt, 0); break; /* an empty packet */
-	case 10: pkt[0] = COM_SLEEP; client_packet(x, 0, pkt, 1); break;
-	case 11: cmd_bytes(x, COM_INIT_DB, 80); break;
+	case 6:
+		cmd_bytes(x, COM_CHANGE_USER, 64);
+		break;
+	case 7:
+		pkt[0] = (uint8_t)(0x20 + op % 8);
+		client_packet(x, 0, pkt, 1);
+		break;
+	case 8:
+		pkt[0] = COM_QUIT;
+		client_packet(x, 0, pkt, 1);
+		break;
+	case 9:
+		client_packet(x, 0, pkt, 0);
+		break; /* an empty packet */
+	case 10:
+		pkt[0] = COM_SLEEP;
+		client_packet(x, 0, pkt, 1);
+		break;
+	case 11:
+		cmd_bytes(x, COM_INIT_DB, 80);
+		break;
 	}
 }
 
@@ -774,13 +850,19 @@ static void backend_action(struct ctx *x)
 	if (!v->s || ss_phase(v->s) == SS_CLOSED)
 		return;
 	switch (op % 4) {
-	case 0: ss_close(v->s); break;
+	case 0:
+		ss_close(v->s);
+		break;
 	case 1: /* bytes nobody asked for */
 		n = in_bytes(&x->in, &b, in_byte(&x->in, 0) % 32);
 		ss_packet(v->s, b, n);
 		break;
-	case 2: ss_err(v->s, 1927, "70100", "Connection was killed"); break;
-	case 3: v->hung = false; break; /* a hung server answers again */
+	case 2:
+		ss_err(v->s, 1927, "70100", "Connection was killed");
+		break;
+	case 3:
+		v->hung = false;
+		break; /* a hung server answers again */
 	}
 }
 
@@ -791,16 +873,27 @@ static void act(struct ctx *x)
 	size_t n;
 
 	switch (op % 16) {
-	case 0: case 1: case 2: case 3:
+	case 0:
+	case 1:
+	case 2:
+	case 3:
 		cmd_text(x, COM_QUERY, sqls[in_byte(&x->in, 0) % NSQL]);
 		break;
-	case 4: cmd_bytes(x, COM_QUERY, 256); break;
+	case 4:
+		cmd_bytes(x, COM_QUERY, 256);
+		break;
 	case 5:
 		cmd_text(x, COM_STMT_PREPARE, sqls[in_byte(&x->in, 0) % NSQL]);
 		break;
-	case 6: cmd_execute(x); break;
-	case 7: cmd_stmt_other(x); break;
-	case 8: cmd_simple(x); break;
+	case 6:
+		cmd_execute(x);
+		break;
+	case 7:
+		cmd_stmt_other(x);
+		break;
+	case 8:
+		cmd_simple(x);
+		break;
 	case 9: { /* a packet of the input's bytes with its sequence id */
 		uint8_t seq = in_byte(&x->in, 0);
 		n = in_bytes(&x->in, &b, in_byte(&x->in, 0));
@@ -818,13 +911,18 @@ static void act(struct ctx *x)
 		break;
 	}
 	case 12: { /* time passes */
-		static const uint64_t steps[] = {50, 300, 1100, 5000, 12000, 61000, 3600000, 29000000};
+		static const uint64_t steps[] = {50,    300,   1100,    5000,
+		                                 12000, 61000, 3600000, 29000000};
 		proxy_engine_test_advance(steps[in_byte(&x->in, 0) % 8]);
 		proxy_engine_test_sweep(x->e);
 		break;
 	}
-	case 13: backend_action(x); break;
-	case 14: publish_topo(in_byte(&x->in, 0) % NTOPO); break;
+	case 13:
+		backend_action(x);
+		break;
+	case 14:
+		publish_topo(in_byte(&x->in, 0) % NTOPO);
+		break;
 	case 15:
 		if (in_byte(&x->in, 0) & 1) {
 			close(x->cfd);
@@ -888,7 +986,10 @@ static void make_topos(void)
 			struct sockaddr_in *sin = (struct sockaddr_in *)&be->addr;
 
 			be->id = (uint32_t)i;
-			snprintf(be->name, sizeof(be->name), "%s", i == 0 ? "w1" : i == 1 ? "r1" : "r2");
+			snprintf(be->name, sizeof(be->name), "%s",
+			         i == 0   ? "w1"
+			         : i == 1 ? "r1"
+			                  : "r2");
 			snprintf(be->host, sizeof(be->host), "127.0.0.1");
 			be->port = (uint16_t)(3306 + i);
 			sin->sin_family = AF_INET;

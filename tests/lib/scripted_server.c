@@ -20,11 +20,11 @@ struct ss_server {
 	int fd;
 	enum ss_phase phase;
 	uint32_t offered, caps;
-	uint8_t seq;          /* of the next packet written */
-	struct sbuf in, out;  /* in: raw bytes read; out: bytes to write */
-	uint8_t *req;         /* the last request's joined payload */
+	uint8_t seq;         /* of the next packet written */
+	struct sbuf in, out; /* in: raw bytes read; out: bytes to write */
+	uint8_t *req;        /* the last request's joined payload */
 	size_t trickle;
-	bool eof;             /* the peer closed its side */
+	bool eof; /* the peer closed its side */
 };
 
 static int sbuf_reserve(struct sbuf *b, size_t more)
@@ -202,8 +202,7 @@ int ss_next(struct ss_server *s, struct ss_req *r)
 
 	if (s->phase == SS_CLOSED)
 		return -1;
-	k = pkt_whole(s->in.d + s->in.off, s->in.len - s->in.off, 1u << 24, &total, &payload,
-	              &seq);
+	k = pkt_whole(s->in.d + s->in.off, s->in.len - s->in.off, 1u << 24, &total, &payload, &seq);
 	if (k <= 0)
 		return k;
 	free(s->req);
@@ -253,7 +252,8 @@ static void put_ok(struct ss_server *s, uint8_t header, const struct ss_ok *ok)
 	wr_int(&w, ok->warnings, 2);
 	if (s->caps & CAP_SESSION_TRACK) {
 		if (ok->info || (status & SST_SESSION_STATE_CHANGED))
-			wr_lenenc_str(&w, ok->info ? ok->info : "", ok->info ? strlen(ok->info) : 0);
+			wr_lenenc_str(&w, ok->info ? ok->info : "",
+			              ok->info ? strlen(ok->info) : 0);
 		if (status & SST_SESSION_STATE_CHANGED)
 			wr_lenenc_str(&w, ok->state, ok->state_len);
 	} else if (ok->info) {
@@ -273,8 +273,8 @@ void ss_ok(struct ss_server *s, const struct ss_ok *ok)
 void ss_err(struct ss_server *s, uint16_t code, const char *sqlstate, const char *msg)
 {
 	uint8_t pkt[1024];
-	int n = err_build(pkt, sizeof(pkt), code, sqlstate ? sqlstate : "HY000",
-	                  msg ? msg : "error");
+	int n =
+	    err_build(pkt, sizeof(pkt), code, sqlstate ? sqlstate : "HY000", msg ? msg : "error");
 
 	if (n > 0)
 		put_packet(s, pkt, (size_t)n);

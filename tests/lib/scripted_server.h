@@ -30,19 +30,19 @@
 #define SS_CAPS_MYSQL8                                                                             \
 	(CAP_LONG_PASSWORD | CAP_FOUND_ROWS | CAP_LONG_FLAG | CAP_CONNECT_WITH_DB |                \
 	 CAP_NO_SCHEMA | CAP_IGNORE_SPACE | CAP_PROTOCOL_41 | CAP_INTERACTIVE | CAP_TRANSACTIONS | \
-	 CAP_SECURE_CONNECTION | CAP_MULTI_STATEMENTS | CAP_MULTI_RESULTS |                        \
-	 CAP_PS_MULTI_RESULTS | CAP_PLUGIN_AUTH | CAP_CONNECT_ATTRS | CAP_PLUGIN_AUTH_LENENC |     \
-	 CAP_SESSION_TRACK | CAP_DEPRECATE_EOF)
+	 CAP_SECURE_CONNECTION | CAP_MULTI_STATEMENTS | CAP_MULTI_RESULTS | CAP_PS_MULTI_RESULTS | \
+	 CAP_PLUGIN_AUTH | CAP_CONNECT_ATTRS | CAP_PLUGIN_AUTH_LENENC | CAP_SESSION_TRACK |        \
+	 CAP_DEPRECATE_EOF)
 /* What a MariaDB 10.11 server offers (no CLIENT_MYSQL: extended caps follow). */
 #define SS_CAPS_MARIADB (SS_CAPS_MYSQL8 & ~CAP_LONG_PASSWORD)
 
 struct ss_opts {
-	uint32_t caps;        /* offered; 0: SS_CAPS_MYSQL8 */
-	uint32_t ext_caps;    /* MariaDB's extended ones, when caps lack CAP_LONG_PASSWORD */
-	const char *version;  /* NULL: "8.0.36" */
-	const char *plugin;   /* NULL: mysql_native_password */
-	uint32_t conn_id;     /* 0: 1 */
-	uint16_t status;      /* in the handshake; 0: SST_AUTOCOMMIT */
+	uint32_t caps;           /* offered; 0: SS_CAPS_MYSQL8 */
+	uint32_t ext_caps;       /* MariaDB's extended ones, when caps lack CAP_LONG_PASSWORD */
+	const char *version;     /* NULL: "8.0.36" */
+	const char *plugin;      /* NULL: mysql_native_password */
+	uint32_t conn_id;        /* 0: 1 */
+	uint16_t status;         /* in the handshake; 0: SST_AUTOCOMMIT */
 	const uint8_t *scramble; /* SCRAMBLE_LEN bytes; NULL: a fixed one */
 };
 
@@ -57,8 +57,8 @@ struct ss_req {
 	enum ss_phase phase; /* what the request is */
 	const uint8_t *p;    /* its payload (joined), valid until the next ss_ call */
 	size_t n;
-	uint8_t seq;          /* its (last fragment's) sequence id */
-	bool login_ok;        /* SS_LOGIN: the handshake response parsed into login */
+	uint8_t seq;   /* its (last fragment's) sequence id */
+	bool login_ok; /* SS_LOGIN: the handshake response parsed into login */
 	struct hs_response login;
 };
 

@@ -79,7 +79,8 @@ static void serve(struct world *w, struct ss_server *s)
 		if (r.phase != SS_COMMAND) {
 			ck_assert(r.login_ok);
 			ss_ok(s, NULL);
-		} else if (r.n > 7 && r.p[0] == COM_QUERY && !strncasecmp((const char *)r.p + 1, "SELECT", 6)) {
+		} else if (r.n > 7 && r.p[0] == COM_QUERY &&
+		           !strncasecmp((const char *)r.p + 1, "SELECT", 6)) {
 			w->queries++;
 			ss_result(s, 1, NULL, 1, one, 0);
 		} else {
@@ -95,8 +96,8 @@ static void client_read(struct world *w)
 	for (;;) {
 		size_t total, payload;
 		uint8_t seq;
-		ssize_t n = recv(w->cfd, w->cin + w->cin_len, sizeof(w->cin) - w->cin_len,
-		                 MSG_DONTWAIT);
+		ssize_t n =
+		    recv(w->cfd, w->cin + w->cin_len, sizeof(w->cin) - w->cin_len, MSG_DONTWAIT);
 
 		if (n <= 0)
 			return;
