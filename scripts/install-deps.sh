@@ -2,7 +2,8 @@
 # Installs every Debian package mysteer needs to build, test and benchmark.
 # Idempotent: when everything is present it only runs dpkg-query (well under
 # 2 s). Must run as root. A package it installs must not start its service
-# (the sandbox runs its own MariaDB servers, the bench its own HAProxy), and a
+# (the sandbox runs its own MariaDB servers, the bench its own HAProxy, the metrics test its own
+# Prometheus), and a
 # service the host already runs is left alone: tests and the bench run in
 # network namespaces of their own, and `make run` checks its ports first.
 set -euo pipefail
@@ -19,6 +20,7 @@ PACKAGES=(
 	sysbench haproxy gnuplot-nox gawk
 	valgrind
 	python3-pymysql
+	libmicrohttpd-dev prometheus
 )
 
 missing=()
@@ -34,7 +36,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 	fi
 	echo "install-deps: installing ${missing[*]}"
 	export DEBIAN_FRONTEND=noninteractive
-	# Keep newly installed services (mariadb, haproxy) from starting: a
+	# Keep newly installed services (mariadb, haproxy, prometheus) from starting: a
 	# policy-rc.d of our own for the install, and the host's own one, if it
 	# has one, put back as it was afterwards.
 	policy=/usr/sbin/policy-rc.d saved=
@@ -53,7 +55,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 	# Nor at the next boot: the services of packages installed just now are
 	# left disabled (one the host had before is not touched).
-	for pair in mariadb-server:mariadb haproxy:haproxy; do
+	for pair in mariadb-server:mariadb haproxy:haproxy prometheus:prometheus; do
 		case " ${missing[*]} " in
 		*" ${pair%%:*} "*)
 			if command -v systemctl >/dev/null 2>&1; then

@@ -25,6 +25,7 @@
 
 #include "common/evloop.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/testenv.h"
 #include "common/admin_proto.h"
 #include "topo/controller.h"
@@ -40,6 +41,94 @@ struct admin {
 	size_t nconns;
 	uint64_t idle_ms; /* ADMIN_IDLE_MS (MYSTEER_TEST_ADMIN_IDLE_MS) */
 };
+
+/* The figures of the topology and of reloads (common/metrics.h): the
+ * backends' are collected from a snapshot at each render, on the loop
+ * thread (the renderers run there). */
+static struct {
+	struct metric_family *state, *role, *admin, *up, *read_only, *lag, *generation, *writers;
+	struct metric_family *reloads, *reload_ok;
+} M;
+
+static void register_metrics(void)
+{
+	static const char *const b[] = {"backend", NULL};
+	static const char *const bs[] = {"backend", "state", NULL};
+	static const char *const br[] = {"backend", "role", NULL};
+	static const char *const result[] = {"result", NULL};
+	static const char *const none[] = {NULL};
+	const unsigned C = METRIC_COLLECTED;
+
+	M.state = metrics_gauge("mysteer_backend_state",
+	                        "1 for the backend's state now (unknown, up, down, drained, "
+	                        "disabled), 0 for the others",
+	                        bs, C);
+	M.role = metrics_gauge(
+	    "mysteer_backend_role",
+	    "1 for the backend's role now (writer, reader, none), 0 for the others", br, C);
+	M.admin = metrics_gauge(
+	    "mysteer_backend_admin_state",
+	    "1 for the backend's admin state now (enabled, drained, disabled), 0 for the others",
+	    bs, C);
+	M.up = metrics_gauge("mysteer_backend_up", "1 when the backend's health is up", b, C);
+	M.read_only = metrics_gauge("mysteer_backend_read_only",
+	                            "1 when the last probe saw @@read_only set", b, C);
+	M.lag = metrics_gauge("mysteer_backend_replication_lag_seconds",
+	                      "Replication lag of a replica whose replication runs", b, C);
+	M.generation =
+	    metrics_gauge("mysteer_topology_generation",
+	                  "Generation of the published topology (grows with each change)", none, C);
+	M.writers = metrics_gauge("mysteer_writer_known", "1 when a writer is known", none, C);
+	M.reloads = metrics_counter(
+	    "mysteer_config_reloads_total",
+	    "Config reloads (SIGHUP, mysteerctl reload) by result (ok, failed)", result, 0);
+	M.reload_ok =
+	    metrics_gauge("mysteer_config_last_reload_successful",
+	                  "1 when the last reload was applied (or none was asked)", none, 0);
+	metric_set(metric_series(M.reload_ok, NULL), 1);
+	metric_add(metric_at(M.reloads, "ok"), 0);
+	metric_add(metric_at(M.reloads, "failed"), 0);
+}
+
+static void one_of(struct metric_family *f, const char *backend, const char *const *values,
+                   const char *now)
+{
+	for (size_t i = 0; values[i]; i++)
+		metric_set(metric_at(f, backend, values[i]), strcmp(values[i], now) == 0);
+}
+
+static void collect(struct metrics *m, void *arg)
+{
+	struct admin *a = arg;
+	static const char *const states[] = {"unknown", "up", "down", "drained", "disabled", NULL};
+	static const char *const roles[] = {"writer", "reader", "none", NULL};
+	static const char *const admins[] = {"enabled", "drained", "disabled", NULL};
+	struct topology *t = controller_snapshot(a->env.ctl);
+	const struct topology *pub = topo_current();
+
+	metric_set(metric_series(M.generation, NULL), pub ? (double)pub->generation : 0);
+	topo_put(pub);
+	if (!t)
+		return;
+	metric_set(metric_series(M.writers, NULL), t->writer >= 0);
+	for (size_t i = 0; i < t->nbackends; i++) {
+		const struct topo_backend *b = &t->backends[i];
+		one_of(M.state, b->name, states, topo_state_name(b));
+		one_of(M.role, b->name, roles, topo_role_name(b->role));
+		one_of(M.admin, b->name, admins, topo_admin_name(b->admin));
+		metric_set(metric_at(M.up, b->name), b->health == HEALTH_UP);
+		metric_set(metric_at(M.read_only, b->name), b->read_only);
+		if (b->has_lag)
+			metric_set(metric_at(M.lag, b->name), b->lag_s);
+	}
+	topo_put(t);
+}
+
+static void count_reload(bool ok)
+{
+	metric_inc(metric_at(M.reloads, ok ? "ok" : "failed"));
+	metric_set(metric_series(M.reload_ok, NULL), ok);
+}
 
 /* Open admin connections at most: mysteerctl uses one a command. */
 #define ADMIN_MAX_CONNS 64
@@ -116,12 +205,14 @@ int admin_reload(struct admin *a, char *err, size_t errlen)
 	struct config *nc = config_load(cfg_of(a)->path, err, errlen);
 	if (!nc) {
 		log_error("reload refused: %s", err);
+		count_reload(false);
 		return -1;
 	}
 	struct config *old = (struct config *)cfg_of(a);
 	if (retire(a, old) < 0) {
 		config_free(nc);
 		snprintf(err, errlen, "out of memory");
+		count_reload(false);
 		return -1;
 	}
 	a->env.d->cfg = nc;
@@ -130,8 +221,11 @@ int admin_reload(struct admin *a, char *err, size_t errlen)
 	for (size_t i = 0; i < a->env.nservices; i++)
 		if (a->env.services[i] && a->env.services[i]->reload)
 			a->env.services[i]->reload(a->env.d, nc);
-	if (admin_apply(a, err, errlen) < 0)
+	if (admin_apply(a, err, errlen) < 0) {
+		count_reload(false);
 		return -1;
+	}
+	count_reload(true);
 	log_info("reloaded %s", nc->path);
 	return 0;
 }
@@ -259,6 +353,8 @@ json_object *admin_status_json(struct admin *a)
 	for (size_t i = 0; i < a->env.nservices; i++)
 		if (a->env.services[i] && a->env.services[i]->status_json)
 			a->env.services[i]->status_json(root);
+	/* Every figure of /metrics, from the same registry. */
+	json_object_object_add(root, "metrics", metrics_render_json(metrics_global()));
 	topo_put(t);
 	return root;
 }
@@ -688,7 +784,14 @@ struct admin *admin_new(const struct admin_env *env, char *err, size_t errlen)
 	a->env = *env;
 	a->lfd = -1;
 	a->idle_ms = test_env_uint("MYSTEER_TEST_ADMIN_IDLE_MS", ADMIN_IDLE_MS, 3600000);
+	register_metrics();
+	if (metrics_add_collector(metrics_global(), collect, a) < 0) {
+		snprintf(err, errlen, "out of memory");
+		free(a);
+		return NULL;
+	}
 	if (open_socket(a, err, errlen) < 0) {
+		metrics_remove_collector(metrics_global(), collect, a);
 		if (a->lfd >= 0)
 			close(a->lfd);
 		free(a);
@@ -701,6 +804,7 @@ void admin_free(struct admin *a)
 {
 	if (!a)
 		return;
+	metrics_remove_collector(metrics_global(), collect, a);
 	while (a->conns)
 		conn_close(a->conns);
 	if (a->lfd >= 0) {

@@ -54,6 +54,9 @@ struct service_ops {
 	void (*prior_ids)(struct topo_prior_ids *p);
 	/* Adds keys of its own to the status object (may be NULL). */
 	void (*status_json)(struct json_object *root);
+	/* /ready: false, with why, while this part cannot do its job yet (its
+	 * eBPF programs not attached, no topology in its maps). May be NULL. */
+	bool (*ready)(char *why, size_t len);
 };
 
 #endif

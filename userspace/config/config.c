@@ -169,6 +169,43 @@ static bool parse_ip(const char *s, struct sockaddr_storage *ss)
 	return false;
 }
 
+bool config_parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *sl)
+{
+	char host[64];
+	const char *colon;
+	long long port;
+
+	memset(ss, 0, sizeof(*ss));
+	if (s[0] == '[') {
+		const char *rb = strchr(s, ']');
+		if (!rb || rb[1] != ':' || (size_t)(rb - s - 1) >= sizeof(host))
+			return false;
+		memcpy(host, s + 1, (size_t)(rb - s - 1));
+		host[rb - s - 1] = '\0';
+		colon = rb + 1;
+		if (!strchr(host, ':'))
+			return false;
+	} else {
+		colon = strchr(s, ':');
+		if (!colon || (size_t)(colon - s) >= sizeof(host))
+			return false;
+		memcpy(host, s, (size_t)(colon - s));
+		host[colon - s] = '\0';
+		if (strchr(host, ':'))
+			return false;
+	}
+	if (!config_parse_int(colon + 1, 1, 65535, &port) || !parse_ip(host, ss))
+		return false;
+	if (ss->ss_family == AF_INET) {
+		((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
+		*sl = sizeof(struct sockaddr_in);
+	} else {
+		((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
+		*sl = sizeof(struct sockaddr_in6);
+	}
+	return true;
+}
+
 static char *trim(char *s)
 {
 	char *e;
@@ -259,6 +296,7 @@ enum ktype {
 	K_VIP,
 	K_BIND,
 	K_IP,
+	K_LISTEN,
 	K_SECRET,
 	K_SECRET_FILE,
 	K_USER
@@ -285,6 +323,7 @@ static const struct keydef keydefs[] = {
     {SEC_MYSTEERD, "log_format", K_LOGFMT, F(log_format), 0, 0},
     {SEC_MYSTEERD, "keep_on_exit", K_BOOL, F(keep_on_exit), 0, 0},
     {SEC_MYSTEERD, "user", K_USER, F(user), 0, 0},
+    {SEC_MYSTEERD, "metrics_listen", K_LISTEN, F(metrics_listen), 0, 0},
 
     {SEC_PROBE, "interval_ms", K_INT, F(interval_ms), 1, 3600000},
     {SEC_PROBE, "timeout_ms", K_INT, F(timeout_ms), 1, 3600000},
@@ -472,6 +511,19 @@ static bool set_fixed(struct pctx *p, const struct keydef *k, const char *value)
 
 		if (!parse_ip(value, &ss) || !copy_str(dst, k->size, value)) {
 			fail(p, p->line, "%s: bad address \"%s\"", k->key, value);
+			return false;
+		}
+		return true;
+	}
+	case K_LISTEN: {
+		struct sockaddr_storage ss;
+		socklen_t sl;
+
+		if ((*value && !config_parse_listen(value, &ss, &sl)) ||
+		    !copy_str(dst, k->size, value)) {
+			fail(p, p->line,
+			     "%s: bad address \"%s\" (want HOST:PORT, [IPv6]:PORT or empty)",
+			     k->key, value);
 			return false;
 		}
 		return true;
@@ -947,6 +999,7 @@ static void set_defaults(struct config *c)
 	strcpy(c->bpffs_dir, "/sys/fs/bpf/mysteer");
 	c->log_level = CFG_LOG_INFO;
 	c->keep_on_exit = false;
+	strcpy(c->metrics_listen, "127.0.0.1:9470");
 
 	c->interval_ms = 200;
 	c->timeout_ms = 500;

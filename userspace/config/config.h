@@ -70,6 +70,7 @@ struct config {
 	enum log_level_cfg log_level;
 	enum log_format_cfg log_format;
 	bool keep_on_exit;
+	char metrics_listen[64]; /* HOST:PORT of /metrics, /live, /ready; "" off */
 
 	/* [probe] */
 	int interval_ms, timeout_ms, fall, rise;
@@ -142,6 +143,8 @@ bool config_valid_name(const char *name);
 bool config_parse_int(const char *s, long long min, long long max, long long *out);
 /* "*" + 40 hex digits (mysql.user's form) into SHA1(SHA1(password)). */
 bool config_parse_password_hash(const char *s, uint8_t out[20]);
+/* "HOST:PORT" or "[IPv6]:PORT" with a numeric host (metrics_listen). */
+bool config_parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *sl);
 /* SHA1(SHA1(password)): what mysql_native_password checks against. */
 void config_hash_password(const char *password, uint8_t out[20]);
 

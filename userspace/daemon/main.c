@@ -18,6 +18,7 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "admin/admin.h"
@@ -30,6 +31,8 @@
 #include "config/state.h"
 #include "common/service.h"
 #include "maps/maps.h"
+#include "metrics/http.h"
+#include "metrics/process.h"
 #include "proxy/proxy.h"
 #include "relay/lookup.h"
 #include "topo/controller.h"
@@ -50,6 +53,7 @@ struct daemon {
 	struct daemon_ctx ctx;
 	struct controller *ctl;
 	struct admin *admin;
+	struct metrics_http *http;
 	struct state_overlay ov;
 	const struct service_ops *started[NSERVICES];
 	size_t nstarted;
@@ -90,6 +94,24 @@ static void id_reused(uint32_t id, void *arg)
 static void request_probe(struct daemon_ctx *d, uint32_t backend_id)
 {
 	controller_request_probe_async(d->controller, backend_id);
+}
+
+/* /ready: every started part can do its job and a writer is known. */
+static bool daemon_ready(void *arg, char *why, size_t len)
+{
+	struct daemon *dm = arg;
+	const struct topology *t;
+	bool writer;
+
+	for (size_t i = 0; i < dm->nstarted; i++)
+		if (dm->started[i]->ready && !dm->started[i]->ready(why, len))
+			return false;
+	t = topo_current();
+	writer = t && t->writer >= 0;
+	topo_put(t);
+	if (!writer)
+		snprintf(why, len, "no writer known");
+	return writer;
 }
 
 static void on_wake(struct evloop *l, void *arg)
@@ -288,6 +310,12 @@ static int run(struct daemon *dm, bool foreground)
 		log_set_syslog(1);
 		log_set_startup_fd(ready_fd);
 	}
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (metrics_process_init((double)now.tv_sec + (double)now.tv_nsec / 1e9) < 0) {
+		log_error("cannot register the daemon's metrics: out of memory");
+		return 1;
+	}
 	dm->ctx.loop = evloop_new();
 	dm->ctl = dm->ctx.loop ? controller_new(dm->ctx.loop) : NULL;
 	if (!dm->ctl || evloop_set_wake(dm->ctx.loop, on_wake, dm) < 0 || setup_signals(dm) < 0) {
@@ -316,6 +344,14 @@ static int run(struct daemon *dm, bool foreground)
 		log_error("%s", err);
 		goto out;
 	}
+	if (cfg->metrics_listen[0]) {
+		dm->http = metrics_http_start(cfg->metrics_listen, dm->ctx.loop, daemon_ready, dm,
+		                              err, sizeof(err));
+		if (!dm->http) {
+			log_error("%s", err);
+			goto out;
+		}
+	}
 	if (write_pid_file(cfg->pid_file) < 0)
 		goto out;
 	/* set up: from here on every thread runs as [mysteerd] user */
@@ -331,10 +367,13 @@ static int run(struct daemon *dm, bool foreground)
 	if (cfg->pid_file[0] && unlink(cfg->pid_file) < 0 && errno != ENOENT)
 		log_warn("pid_file %s: %s", cfg->pid_file, strerror(errno));
 out:
+	metrics_http_stop(dm->http);
+	dm->http = NULL;
 	stop_services(dm, dm->ctx.cfg->keep_on_exit);
 	controller_free(dm->ctl);
 	dm->ctl = NULL;
 	topo_reset();
+	metrics_process_stop();
 	return rc;
 }
 

@@ -47,6 +47,7 @@
 #include "common/evloop.h"
 #include "common/io.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "maps/errlisten.h"
 #include "maps/leftover.h"
 #include "maps/quiesce.h"
@@ -105,6 +106,8 @@ struct steer {
 };
 
 static struct steer S = {.cgroup_fd = -1, .lock_fd = -1, .counters_fd = -1};
+
+static void register_kernel_metrics(void);
 
 /* bpffs is not mounted at boot on Debian: mount it, then make our folder. */
 int maps_prepare_bpffs(const char *dir, char *err, size_t errlen)
@@ -1097,6 +1100,7 @@ static int steer_start(struct daemon_ctx *d, char *err, size_t errlen)
 		return -1;
 	}
 	S.running = true;
+	register_kernel_metrics();
 	if (!S.subscribed) {
 		if (topo_subscribe(publish, NULL)) {
 			snprintf(err, errlen, "topo_subscribe failed");
@@ -1206,6 +1210,74 @@ static void steer_prior_ids(struct topo_prior_ids *p)
 	free(img);
 }
 
+/* The kernel paths' figures, read from the counters map at each render (on
+ * the loop thread, as every render). */
+static struct {
+	struct metric_family *steered, *active, *failures, *closed;
+} KM;
+
+static void collect_kernel(struct metrics *m, void *arg)
+{
+	const struct topology *t;
+
+	if (!S.running || S.counters_fd < 0 || !(t = topo_current()))
+		return;
+	for (size_t i = 0; i < t->nbackends; i++) {
+		const struct topo_backend *b = &t->backends[i];
+		uint32_t id = b->id;
+		struct ms_counters v;
+
+		if (id >= MS_MAX_BACKENDS || bpf_map_lookup_elem(S.counters_fd, &id, &v))
+			continue;
+		metric_set(metric_at(KM.steered, b->name), (double)v.steered);
+		metric_set(metric_at(KM.active, b->name), (double)v.active);
+		metric_set(metric_at(KM.failures, b->name), (double)v.connect_failures);
+		metric_set(metric_at(KM.closed, b->name), (double)v.closed_on_demote);
+	}
+	topo_put(t);
+}
+
+static void register_kernel_metrics(void)
+{
+	static bool done;
+	static const char *const backend[] = {"backend", NULL};
+	const unsigned C = METRIC_COLLECTED;
+
+	if (done)
+		return;
+	KM.steered = metrics_counter("mysteer_kernel_steered_connections_total",
+	                             "Connections the eBPF programs steered to the backend "
+	                             "(cgroup connect and sk_lookup)",
+	                             backend, C);
+	KM.active = metrics_gauge("mysteer_kernel_active_connections",
+	                          "Steered connections established and not closed yet", backend, C);
+	KM.failures =
+	    metrics_counter("mysteer_kernel_connect_failures_total",
+	                    "Steered connections whose connect to the backend failed", backend, C);
+	KM.closed = metrics_counter("mysteer_kernel_closed_on_demote_total",
+	                            "Steered connections closed because their backend left the "
+	                            "route (close_on_demote)",
+	                            backend, C);
+	done = metrics_add_collector(metrics_global(), collect_kernel, NULL) == 0;
+}
+
+static bool steer_ready(char *why, size_t len)
+{
+	const struct config *cfg = S.d ? S.d->cfg : NULL;
+
+	if (!cfg || (!cfg->cgroup[0] && !cfg->lookup))
+		return true; /* no eBPF steering configured */
+	if (!S.running) {
+		snprintf(why, len, "steer: the eBPF programs are not attached");
+		return false;
+	}
+	if (!S.last) {
+		snprintf(why, len, "steer: no topology written to the eBPF maps yet");
+		return false;
+	}
+	return true;
+}
+
 static void steer_status(struct json_object *root)
 {
 	if (!S.running || S.cgroup_fd < 0)
@@ -1223,4 +1295,5 @@ const struct service_ops steer_service = {
     .backend_reset = steer_counters_reset,
     .prior_ids = steer_prior_ids,
     .status_json = steer_status,
+    .ready = steer_ready,
 };

@@ -333,6 +333,8 @@ static const char *keep_reason(const struct client *c)
 static void on_answer_done(struct client *c, struct bconn *b)
 {
 	struct proxy_engine *e = c->w->e;
+
+	proxy_metrics_answered(c, b);
 	uint16_t st = b->rt.status;
 	bool ok = !b->rt.saw_err;
 	/* a read that changed nothing on its connection and left nothing for

@@ -155,7 +155,8 @@ struct bconn;
 #define WARM_RETRY_MAX_MS 10000
 
 struct client {
-	enum ev_type type; /* first: epoll data points here */
+	enum ev_type type;  /* first: epoll data points here */
+	uint64_t cmd_t0_us; /* when the statement in flight was classified (metrics) */
 	/* the session is over (a bound was hit): its ERR is sent, what it
 	 * still sends is dropped until it closes or deadline_ms (SHED_MS) */
 	bool shedding, shut_wr;
@@ -272,6 +273,7 @@ struct bconn {
 	struct client *c;
 	uint32_t backend_id;
 	char name[TOPO_NAME_MAX];
+	struct metric_series *m_stmts, *m_seconds; /* its figures (proxy_metrics_answered) */
 	bool writer;
 	struct buf in, out;
 	struct buf lout; /* login packets: go before out, which waits for B_READY */
@@ -741,6 +743,11 @@ void client_buf_sync(struct client *c);
 void client_timeouts(struct client *c, uint64_t now);
 int client_flush(struct client *c);
 void cmd_done(struct client *c);
+/* The figures (common/metrics.h): a statement classified, and one answered
+ * by b (counted on b's backend, with the time since it was classified). */
+struct metric_series;
+void proxy_metrics_classified(struct client *c, enum cls_token tok);
+void proxy_metrics_answered(struct client *c, struct bconn *b);
 void cmd_fail(struct client *c, uint16_t code, const char *msg);
 /* the same with the SQLSTATE of an error a server gave */
 void cmd_fail_state(struct client *c, uint16_t code, const char *sqlstate, const char *msg);

@@ -24,7 +24,8 @@ $(BUILD)/fuzz/fuzz_proto: tests/fuzz/fuzz_proto.c userspace/proxy/proto.c usersp
 # The engine (engine.c and the files it is split into, which share
 # engine_int.h) and the service go into mysteerd; they need the classifier.
 ENGINE_OBJS := $(addprefix $(BUILD)/obj/userspace/proxy/, \
-	       engine.o client.o route.o backend.o answer.o pool.o wait.o mux.o stmt.o users.o)
+	       engine.o client.o route.o backend.o answer.o pool.o wait.o mux.o stmt.o users.o \
+	       metrics.o)
 PROXY_OBJS := $(PROTO_OBJS) $(ENGINE_OBJS) \
 	      $(BUILD)/obj/userspace/proxy/service.o $(BUILD)/obj/userspace/proxy/routines.o
 

@@ -674,6 +674,7 @@ void route_decide(struct client *c, enum cls_token tok, uint32_t flags, enum cls
 {
 	struct proxy_engine *e = c->w->e;
 
+	proxy_metrics_classified(c, tok);
 	c->cur_write = false;
 	c->cur_classified = true;
 	c->cur_tok = tok;

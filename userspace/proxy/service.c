@@ -6,10 +6,85 @@
 #include <json-c/json.h>
 #include <stdio.h>
 
+#include "common/metrics.h"
 #include "common/topology.h"
 #include "proxy/proxy.h"
 
 static struct proxy_engine *engine;
+
+/* The 6450 proxy's connection and pool figures, read at each render. */
+static struct {
+	struct metric_family *clients, *conns, *idle, *in_use, *open, *max, *waiting;
+	struct metric_family *opened, *reused, *resets, *waits, *wait_timeouts;
+} PM;
+
+static void collect(struct metrics *m, void *arg)
+{
+	const struct topology *t;
+	int clients, conns, workers;
+
+	if (!engine)
+		return;
+	proxy_engine_stats(engine, &clients, &conns, &workers);
+	metric_set(metric_series(PM.clients, NULL), clients);
+	metric_set(metric_series(PM.conns, NULL), conns);
+	if (!(t = topo_current()))
+		return;
+	for (size_t i = 0; i < t->nbackends; i++) {
+		const char *b = t->backends[i].name;
+		struct proxy_pool_stats ps;
+
+		proxy_engine_pool(engine, t->backends[i].id, &ps);
+		metric_set(metric_at(PM.idle, b), ps.idle);
+		metric_set(metric_at(PM.in_use, b), ps.in_use);
+		metric_set(metric_at(PM.open, b), ps.open);
+		metric_set(metric_at(PM.max, b), ps.max);
+		metric_set(metric_at(PM.waiting, b), ps.waiting);
+		metric_set(metric_at(PM.opened, b), (double)ps.opened);
+		metric_set(metric_at(PM.reused, b), (double)ps.reused);
+		metric_set(metric_at(PM.resets, b), (double)ps.resets);
+		metric_set(metric_at(PM.waits, b), (double)ps.waits);
+		metric_set(metric_at(PM.wait_timeouts, b), (double)ps.wait_timeouts);
+	}
+	topo_put(t);
+}
+
+static void register_metrics(void)
+{
+	static bool done;
+	static const char *const none[] = {NULL};
+	static const char *const be[] = {"backend", NULL};
+	const unsigned C = METRIC_COLLECTED;
+
+	if (done)
+		return;
+	PM.clients = metrics_gauge("mysteer_proxy_client_connections",
+	                           "Client connections of the 6450 proxy open now", none, C);
+	PM.conns = metrics_gauge("mysteer_proxy_backend_connections",
+	                         "Backend connections of the 6450 proxy open now", none, C);
+	PM.idle = metrics_gauge("mysteer_pool_idle_connections",
+	                        "Pooled backend connections waiting for a session", be, C);
+	PM.in_use = metrics_gauge("mysteer_pool_in_use_connections",
+	                          "Pooled backend connections held by sessions", be, C);
+	PM.open =
+	    metrics_gauge("mysteer_pool_open_connections",
+	                  "Backend connections open (idle, in use, warming, logging in)", be, C);
+	PM.max = metrics_gauge("mysteer_pool_max_connections", "pool_max_per_backend", be, C);
+	PM.waiting = metrics_gauge("mysteer_pool_waiting_sessions",
+	                           "Sessions waiting now for a connection of a full pool", be, C);
+	PM.opened = metrics_counter("mysteer_pool_opened_total",
+	                            "Backend connections the pool opened", be, C);
+	PM.reused = metrics_counter("mysteer_pool_reused_total",
+	                            "Pooled connections taken instead of opening one", be, C);
+	PM.resets = metrics_counter("mysteer_pool_resets_total",
+	                            "COM_RESET_CONNECTIONs sent when parking a connection", be, C);
+	PM.waits = metrics_counter("mysteer_pool_waits_total",
+	                           "Sessions that had to wait for a connection", be, C);
+	PM.wait_timeouts =
+	    metrics_counter("mysteer_pool_wait_timeouts_total",
+	                    "Waits for a connection that ended with an error", be, C);
+	done = metrics_add_collector(metrics_global(), collect, NULL) == 0;
+}
 
 static const struct config_route *split_route(const struct config *cfg)
 {
@@ -26,6 +101,8 @@ static int proxy_start(struct daemon_ctx *d, char *err, size_t errlen)
 	if (!r)
 		return 0;
 	engine = proxy_engine_start(d->cfg, r->port, err, errlen);
+	if (engine)
+		register_metrics();
 	return engine ? 0 : -1;
 }
 

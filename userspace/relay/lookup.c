@@ -32,6 +32,7 @@
 
 #include "common/evloop.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/retry.h"
 #include "common/testenv.h"
 #include "maps/maps.h"
@@ -82,6 +83,8 @@ static struct {
 	uint32_t failed_ports[64];
 	size_t nfailed;
 } S = {.sockmap_fd = -1, .sockmap6_fd = -1};
+
+static void register_relay_metrics(void);
 
 #define V6KEY 0x10000u
 
@@ -482,6 +485,7 @@ static int lookup_start(struct daemon_ctx *d, char *err, size_t errlen)
 		return -1;
 	}
 	S.running = true;
+	register_relay_metrics();
 	/* Fill the slots before the program (maybe a new one) goes live. */
 	t = topo_current();
 	if (t) {
@@ -506,6 +510,60 @@ static int lookup_start(struct daemon_ctx *d, char *err, size_t errlen)
 	         relay_mode_name(relay_default_mode()), cfg->relay_address,
 	         cfg->local_handoff ? "on" : "off");
 	return 0;
+}
+
+/* The relay's and the handoffs' figures, at each render (loop thread). */
+static struct {
+	struct metric_family *accepted, *active, *failed, *bytes, *handoffs;
+} RM;
+
+static void collect_relay(struct metrics *m, void *arg)
+{
+	struct relay_stats st;
+
+	if (!S.running || !S.relay)
+		return;
+	relay_get_stats(S.relay, &st);
+	metric_set(metric_series(RM.accepted, NULL), (double)st.accepted);
+	metric_set(metric_series(RM.active, NULL), (double)st.active);
+	metric_set(metric_series(RM.failed, NULL), (double)st.connect_failed);
+	metric_set(metric_at(RM.bytes, "to_backend"), (double)st.bytes_up);
+	metric_set(metric_at(RM.bytes, "to_client"), (double)st.bytes_down);
+	metric_set(metric_series(RM.handoffs, NULL), (double)S.handoffs);
+}
+
+static void register_relay_metrics(void)
+{
+	static bool done;
+	static const char *const none[] = {NULL};
+	static const char *const dir[] = {"direction", NULL};
+	const unsigned C = METRIC_COLLECTED;
+
+	if (done)
+		return;
+	RM.accepted = metrics_counter("mysteer_relay_connections_total",
+	                              "Connections sk_lookup gave to the L4 relay", none, C);
+	RM.active = metrics_gauge("mysteer_relay_active_connections",
+	                          "Relayed connections open now", none, C);
+	RM.failed = metrics_counter("mysteer_relay_connect_failures_total",
+	                            "Relay connections to a backend that failed", none, C);
+	RM.bytes =
+	    metrics_counter("mysteer_relay_bytes_total",
+	                    "Bytes the relay moved, by direction (to_backend, to_client)", dir, C);
+	RM.handoffs = metrics_counter("mysteer_lookup_handoffs_total",
+	                              "Listening sockets taken from local servers for sk_lookup "
+	                              "handoff",
+	                              none, C);
+	done = metrics_add_collector(metrics_global(), collect_relay, NULL) == 0;
+}
+
+static bool lookup_ready(char *why, size_t len)
+{
+	if (S.d && S.d->cfg->lookup && (!S.running || !S.link)) {
+		snprintf(why, len, "lookup: sk_lookup is not attached");
+		return false;
+	}
+	return true;
 }
 
 static void lookup_status(struct json_object *root)
@@ -536,4 +594,5 @@ const struct service_ops lookup_service = {
     .start = lookup_start,
     .stop = lookup_stop,
     .status_json = lookup_status,
+    .ready = lookup_ready,
 };

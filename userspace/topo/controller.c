@@ -31,6 +31,7 @@
 
 #include "common/evloop.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/testenv.h"
 #include "probe/probe.h"
 #include "topo/resolver.h"
@@ -48,6 +49,32 @@
  * every consumer to have seen a topology without it. Tests shorten it with
  * MYSTEER_TEST_ID_REUSE_MS. */
 #define ID_REUSE_MS 10000
+
+/* The controller's figures (common/metrics.h), registered at controller_new. */
+static struct {
+	struct metric_family *probe_seconds, *probe_failures, *state_changes, *writer_changes;
+} M;
+
+static void register_metrics(void)
+{
+	static const char *const backend[] = {"backend", NULL};
+	static const char *const reason[] = {"reason", NULL};
+
+	M.probe_seconds = metrics_histogram("mysteer_backend_probe_duration_seconds",
+	                                    "Duration of the successful health probes", backend,
+	                                    metrics_latency_buckets, metrics_latency_nbuckets, 0);
+	M.probe_failures = metrics_counter("mysteer_backend_probe_failures_total",
+	                                   "Health probes that failed", backend, 0);
+	M.state_changes =
+	    metrics_counter("mysteer_backend_state_changes_total",
+	                    "Changes of a backend's health (unknown, up, down)", backend, 0);
+	M.writer_changes = metrics_counter(
+	    "mysteer_writer_changes_total",
+	    "Changes of the writer (to another or to none), by why: elected (there was none), "
+	    "what the old writer became (down, disabled, drained, read_only), removed (from the "
+	    "config), policy (writer_policy)",
+	    reason, 0);
+}
 
 struct cbe {
 	struct controller *c;
@@ -193,15 +220,19 @@ static void on_probe(void *arg, const struct probe_result *r)
 		b->tb.lag_s = r->lag_s;
 		b->tb.probe_ms = r->latency_ms;
 		b->tb.last_error[0] = '\0';
+		metric_observe(metric_at(M.probe_seconds, b->tb.name), r->latency_ms / 1000.0);
 	} else {
+		metric_inc(metric_at(M.probe_failures, b->tb.name));
 		snprintf(b->tb.last_error, sizeof(b->tb.last_error), "%s", r->error);
 		log_debug("%s: probe failed: %s", b->tb.name, r->error);
 		/* The name may point elsewhere now (a cloud endpoint's failover). */
 		if (r->connect_failed && mono_ms() - b->resolve_at_ms >= RESOLVE_RETRY_MS)
 			request_resolve(b);
 	}
-	if (b->tb.health != before)
+	if (b->tb.health != before) {
 		log_health(b, before, r);
+		metric_inc(metric_at(M.state_changes, b->tb.name));
+	}
 	recompute(c, false);
 }
 
@@ -643,6 +674,24 @@ static void log_roles(struct controller *c, const enum be_role *roles,
 	}
 }
 
+/* Why the writer changed, from a fixed list (a bounded metric label): what
+ * made the old writer lose it, or elected / removed. */
+static const char *writer_change_reason(const struct controller *c, int prev)
+{
+	if (prev < 0)
+		return c->have_writer ? "removed" : "elected";
+	const struct topo_backend *o = &c->be[prev]->tb;
+	if (o->admin == ADMIN_DISABLED)
+		return "disabled";
+	if (o->admin == ADMIN_DRAINED)
+		return "drained";
+	if (o->health != HEALTH_UP)
+		return "down";
+	if (o->read_only)
+		return "read_only";
+	return "policy";
+}
+
 static void recompute(struct controller *c, bool force_publish)
 {
 	size_t n = c->nbe;
@@ -676,6 +725,7 @@ static void recompute(struct controller *c, bool force_publish)
 			log_warn("writer %s -> none", from);
 		else
 			log_info("writer %s -> %s", from, to);
+		metric_inc(metric_at(M.writer_changes, writer_change_reason(c, prev)));
 	}
 	log_roles(c, roles, reasons, extra);
 	c->have_writer = ro.writer >= 0;
@@ -740,6 +790,7 @@ struct controller *controller_new(struct evloop *l)
 	if (!c)
 		return NULL;
 	c->l = l;
+	register_metrics();
 	c->writer_id = UINT32_MAX;
 	c->resolve_period_ms =
 	    test_env_uint("MYSTEER_TEST_RESOLVE_MS", RESOLVE_PERIOD_MS, 86400000);

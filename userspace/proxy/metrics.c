@@ -1,0 +1,66 @@
+/*
+ * metrics.c - the 6450 proxy's statement figures in the metrics registry
+ * (common/metrics.h): statements by the classifier's decision, statements
+ * answered by each backend and the time a client waited for each, from the
+ * moment the proxy had the statement to the end of its answer. The series of
+ * a backend connection are looked up once and kept on it, so a statement
+ * costs two atomic adds and a histogram bucket.
+ */
+#include <pthread.h>
+#include <time.h>
+
+#include "common/metrics.h"
+#include "proxy/engine_int.h"
+
+static struct {
+	pthread_once_t once;
+	struct metric_family *decisions, *stmts, *seconds;
+	struct metric_series *by_tok[CLS_END + 1];
+} M = {.once = PTHREAD_ONCE_INIT};
+
+static void register_metrics(void)
+{
+	static const char *const decision[] = {"decision", NULL};
+	static const char *const backend[] = {"backend", NULL};
+
+	M.decisions = metrics_counter("mysteer_proxy_statements_total",
+	                              "Statements of 6450 clients, by the classifier's decision "
+	                              "(read, write, session, begin, begin_ro, end)",
+	                              decision, 0);
+	M.stmts = metrics_counter("mysteer_proxy_backend_statements_total",
+	                          "Statements of 6450 clients answered by the backend", backend, 0);
+	M.seconds =
+	    metrics_histogram("mysteer_proxy_statement_duration_seconds",
+	                      "Time from a statement's arrival at the 6450 proxy to the end "
+	                      "of its answer, by the backend that answered",
+	                      backend, metrics_latency_buckets, metrics_latency_nbuckets, 0);
+	for (int t = CLS_READ; t <= CLS_END; t++)
+		M.by_tok[t] = metric_at(M.decisions, cls_token_name((enum cls_token)t));
+}
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+void proxy_metrics_classified(struct client *c, enum cls_token tok)
+{
+	pthread_once(&M.once, register_metrics);
+	c->cmd_t0_us = now_us();
+	if (tok >= CLS_READ && tok <= CLS_END)
+		metric_inc(M.by_tok[tok]);
+}
+
+void proxy_metrics_answered(struct client *c, struct bconn *b)
+{
+	pthread_once(&M.once, register_metrics);
+	if (!b->m_stmts) {
+		b->m_stmts = metric_at(M.stmts, b->name);
+		b->m_seconds = metric_at(M.seconds, b->name);
+	}
+	metric_inc(b->m_stmts);
+	if (c->cur_classified && c->cmd_t0_us)
+		metric_observe(b->m_seconds, (double)(now_us() - c->cmd_t0_us) / 1e6);
+}
