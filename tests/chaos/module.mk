@@ -12,3 +12,7 @@ INTEG_TESTS += tests/integration/chaos_quick.sh
 .PHONY: chaos
 chaos: deps all
 	@tests/chaos/report.sh
+
+# The verdict itself on fixed inputs: it fails on a lost, misplaced or
+# phantom write and allows one in flight.
+INTEG_TESTS += tests/chaos/verdict_test.sh

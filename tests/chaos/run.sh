@@ -38,7 +38,8 @@
 # CHAOS_PAUSE_MS (client pause between statements, 30), CHAOS_ASAN=1 (the
 # daemon of the ASan/UBSan build), CHAOS_KNOWN (invariants that fail
 # because of a known bug: reported, not failed; see verdict.py),
-# SANDBOX_SEMISYNC (1; 0 measures what asynchronous replication loses).
+# SANDBOX_SEMISYNC (1; 0 measures what asynchronous replication loses),
+# CHAOS_STEER_EXTRA (lines added to [steer], e.g. close_on_demote = off).
 . "$(dirname "$0")/../integration/lib.sh"
 export SANDBOX_SEMISYNC=${SANDBOX_SEMISYNC:-1} SANDBOX_BINLOG_FORMAT=ROW
 export SANDBOX_SEMISYNC_TIMEOUT_MS=${SANDBOX_SEMISYNC_TIMEOUT_MS:-2000}
@@ -298,7 +299,8 @@ for PHASE in $PHASES; do
 	ITEST_INTERVAL_MS=200 ITEST_PROBE_EXTRA="max_replication_lag_s = 2" \
 		ITEST_STEER_EXTRA="vip = 127.0.0.1, $RTR
 lookup = on
-local_handoff = $handoff" itest_write_config "$CONF"
+local_handoff = $handoff
+${CHAOS_STEER_EXTRA:-}" itest_write_config "$CONF"
 	: >"$T/mysteerd.log"
 	itest_daemon_start "$CONF" || exit 1
 	settle
