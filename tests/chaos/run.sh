@@ -39,7 +39,9 @@
 # daemon of the ASan/UBSan build), CHAOS_KNOWN (invariants that fail
 # because of a known bug: reported, not failed; see verdict.py),
 # SANDBOX_SEMISYNC (1; 0 measures what asynchronous replication loses),
-# CHAOS_STEER_EXTRA (lines added to [steer], e.g. close_on_demote = off).
+# CHAOS_STEER_EXTRA (lines added to [steer], e.g. close_on_demote = off),
+# CHAOS_CLIENT_TIMEOUT_S (3: the clients' connect/read/write timeout; longer
+# than a partition, so that connections to a frozen primary outlive it).
 . "$(dirname "$0")/../integration/lib.sh"
 export SANDBOX_SEMISYNC=${SANDBOX_SEMISYNC:-1} SANDBOX_BINLOG_FORMAT=ROW
 export SANDBOX_SEMISYNC_TIMEOUT_MS=${SANDBOX_SEMISYNC_TIMEOUT_MS:-2000}
@@ -120,7 +122,7 @@ load() { # phase-offset path where(cg|cli|host) host port mode [extra args]
 	cli) run=(nsenter -t "$CLIPID" -n) ;;
 	esac
 	"${run[@]}" "$CLIENT" -h "$host" -P "$port" --path "$path" --mode "$mode" \
-		--writer-base "$base" --pause-ms "$PAUSE_MS" --ledger "$OUT/ledger-$base.csv" "$@" \
+		--writer-base "$base" --pause-ms "$PAUSE_MS" --timeout-s "${CHAOS_CLIENT_TIMEOUT_S:-3}" --ledger "$OUT/ledger-$base.csv" "$@" \
 		>>"$OUT/clients.out" 2>&1 &
 	LOADPIDS+=($!)
 	ALLLOAD+=($!)

@@ -30,6 +30,7 @@ marked down (beyond CLOCK_SLACK_US of in-flight time).
 --markdown FILE writes the figures as docs/RELIABILITY.md's tables.
 """
 import argparse
+import bisect
 import csv
 import glob
 import json
@@ -77,12 +78,11 @@ def writer_at(timeline, t):
     """mysteerd's writer at t, or None (none published). A restarted daemon
     logs "writer none -> X" without a "-> none" before it: the pinned maps
     kept steering to the writer meanwhile, so the timeline has no gap."""
-    cur = None
-    for (tt, _frm, to) in timeline:
-        if tt > t:
-            break
-        cur = None if to == "none" else to
-    return cur
+    i = bisect.bisect_right(timeline, (t, "\uffff", "\uffff"))
+    if i == 0:
+        return None
+    to = timeline[i - 1][2]
+    return None if to == "none" else to
 
 
 def was_writer(timeline, s, t):
