@@ -13,9 +13,9 @@
  *
  * kind: w (autocommit insert), t (insert inside a 3-insert transaction; its
  * outcome is the COMMIT's), r (read). outcome: ok, err (the server refused,
- * code = its error number), unknown (sent, no answer: code = the client
- * error), connfail (no connection: never sent). Times: CLOCK_REALTIME in
- * microseconds.
+ * code = its error number), unknown (sent, no answer, or an ERR saying the
+ * connection broke: code = that error), connfail (no connection: never sent). Times: CLOCK_REALTIME
+ * in microseconds.
  *
  * Modes: persistent (one connection a thread, reconnected after any
  * error), perstmt (a new connection for every statement or transaction),
@@ -122,6 +122,12 @@ static MYSQL *connect_db(unsigned *err)
  * Server errors (below 2000) are refusals. */
 static bool is_client_error(unsigned e)
 {
+	/* Server codes that say the connection broke, not that the statement
+	 * was refused (a proxy sends them for a backend lost mid-statement):
+	 * ER_NET_READ_ERROR..ER_NET_WRITE_INTERRUPTED, ER_SERVER_SHUTDOWN,
+	 * ER_CONNECTION_KILLED. */
+	if ((e >= 1158 && e <= 1161) || e == 1053 || e == 1927)
+		return true;
 	return e >= 2000 && e < 3000;
 }
 
