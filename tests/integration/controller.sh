@@ -35,8 +35,9 @@ fresh_sandbox() {
 	itest_sandbox_up >/dev/null 2>&1
 }
 
-restart_daemon() { # config
+restart_daemon() { # config [fresh: forget the writer and demotions of the last cluster]
 	itest_daemon_stop TERM
+	[ "${2:-}" = fresh ] && rm -f "$T/state"
 	itest_daemon_start "$1"
 }
 
@@ -137,7 +138,7 @@ check "old primary gets a warning, not the writes" log_has "db1 is writable but 
 fresh_sandbox
 ITEST_PROBE_EXTRA="max_replication_lag_s = 2
 writer_policy = priority" itest_write_config "$T/prio.conf"
-restart_daemon "$T/prio.conf"
+restart_daemon "$T/prio.conf" fresh
 wait_until 15 topology_is db1 "db2 db3" >/dev/null
 check "priority policy: db1 writer at start" topology_is db1 "db2 db3"
 t0=$(date +%s%3N)
@@ -149,7 +150,7 @@ measured "priority policy failover (kill primary -> new writer): $(($(date +%s%3
 
 # --- admin changes survive a restart ----------------------------------------------
 fresh_sandbox
-restart_daemon "$T/mysteer.conf"
+restart_daemon "$T/mysteer.conf" fresh
 wait_until 15 topology_is db1 "db2 db3" >/dev/null
 check "drain db3" ctl drain db3
 check "disable db2" ctl disable db2

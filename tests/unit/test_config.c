@@ -79,6 +79,7 @@ START_TEST(test_shipped_config)
 	ck_assert_str_eq(c->probe_password, "mysteer");
 	ck_assert_int_eq(c->max_replication_lag_s, 10);
 	ck_assert_int_eq(c->writer_policy, WRITER_POLICY_READ_ONLY);
+	ck_assert(!c->failback);
 	ck_assert_uint_eq(c->nvips, 2);
 	ck_assert_int_eq(c->vips[0].ss_family, AF_INET);
 	ck_assert_int_eq(c->vips[1].ss_family, AF_INET6);
@@ -140,6 +141,7 @@ START_TEST(test_full_config)
 	ck_assert_int_eq(c->rise, 4);
 	ck_assert_str_eq(c->probe_password, "secret"); /* inline comment stripped */
 	ck_assert_int_eq(c->writer_policy, WRITER_POLICY_PRIORITY);
+	ck_assert(c->failback);
 	ck_assert(c->trust_routine_characteristics);
 	ck_assert_uint_eq(c->nvips, 3);
 	ck_assert_int_eq(c->vips[1].ss_family, AF_INET6);
@@ -176,7 +178,7 @@ START_TEST(test_full_config)
 	b = config_find_backend(c, "b");
 	ck_assert_int_eq(b->port, 3306);
 	ck_assert_int_eq(b->priority, 100);
-	ck_assert_int_eq(b->line, 59);
+	ck_assert_int_eq(b->line, 60);
 
 	const struct config_user *u = config_find_user(c, "h");
 	uint8_t want[20];
@@ -682,11 +684,23 @@ START_TEST(test_state_round_trip)
 	for (size_t i = 0; i < ov.n; i++)
 		ck_assert_mem_eq(&back.changes[i], &ov.changes[i], sizeof(ov.changes[i]));
 
+	/* The controller's runtime part round-trips too, and reset keeps it. */
+	struct state_runtime_backend rb[2] = {{"db1", "127.0.0.1", 3306, 4, true},
+	                                      {"db2", "::1", 3307, 0, false}};
+	struct state_runtime rt = {.writer = "db2", .b = rb, .n = 2};
+	ck_assert_int_eq(state_set_runtime(&ov, &rt), 0);
+	ck_assert_int_eq(state_save(path, &ov, errbuf, sizeof(errbuf)), 0);
+	ck_assert_int_eq(state_load(path, &back, errbuf, sizeof(errbuf)), 0);
+	ck_assert_str_eq(back.rt.writer, "db2");
+	ck_assert_uint_eq(back.rt.n, 2);
+	ck_assert_mem_eq(back.rt.b, rb, sizeof(rb));
+
 	/* Saving over it replaces it, with no temp file left behind. */
 	state_reset(&ov, NULL);
 	ck_assert_int_eq(state_save(path, &ov, errbuf, sizeof(errbuf)), 0);
 	ck_assert_int_eq(state_load(path, &back, errbuf, sizeof(errbuf)), 0);
 	ck_assert_uint_eq(back.n, 0);
+	ck_assert_uint_eq(back.rt.n, 2);
 	char cmd[512];
 	snprintf(cmd, sizeof(cmd), "test $(ls -A '%s/sub' | wc -l) -eq 1", tmpdir);
 	ck_assert_int_eq(system(cmd), 0);
@@ -715,6 +729,10 @@ static const char *const corrupt_states[] = {
     "\"host\":\"h\",\"port\":1}]}",
     "{\"version\":1,\"backends\":[{\"name\":\"a\",\"removed\":true},{\"name\":\"a\","
     "\"removed\":true}]}",
+    "{\"version\":1,\"backends\":[],\"runtime\":[]}",
+    "{\"version\":1,\"backends\":[],\"runtime\":{\"writer\":1}}",
+    "{\"version\":1,\"backends\":[],\"runtime\":{\"backends\":[{\"name\":\"a\","
+    "\"host\":\"h\",\"port\":1,\"id\":256}]}}",
 };
 
 START_TEST(test_state_corrupt)

@@ -9,6 +9,9 @@
 #include "common/topology.h"
 #include "topo/rules.h"
 
+/* The table leaves the fields it does not set (demoted, failback) false. */
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 #define UP HEALTH_UP
 #define DN HEALTH_DOWN
 #define UK HEALTH_UNKNOWN
@@ -31,6 +34,12 @@
 		prio, 1, adm, h, true, true, true, lag                                             \
 	}
 
+/* A primary that was the writer until another became it. */
+#define PRIMD(prio, h, adm)                                                                        \
+	{                                                                                          \
+		prio, 1, adm, h, false, false, false, 0, true                                      \
+	}
+
 struct rcase {
 	const char *what;
 	enum writer_policy policy;
@@ -40,6 +49,7 @@ struct rcase {
 	int writer;
 	enum be_role roles[4];
 	const char *reason_has[4]; /* substring expected in reasons[i], or NULL */
+	bool failback;
 };
 
 static const struct rcase cases[] = {
@@ -196,6 +206,60 @@ static const struct rcase cases[] = {
      {N, W},
      {0}},
     {"ties go to config order", RO, -1, 2, {PRIM(100, UP, EN), PRIM(100, UP, EN)}, 0, {W, N}, {0}},
+    {"failback off: a demoted primary is not the writer when the writer is down",
+     RO,
+     1,
+     2,
+     {PRIMD(100, UP, EN), PRIM(200, DN, EN)},
+     -1,
+     {N, N},
+     {0},
+     false},
+    {"failback on: a demoted primary may be the writer again",
+     RO,
+     1,
+     2,
+     {PRIMD(100, UP, EN), PRIM(200, DN, EN)},
+     0,
+     {W, N},
+     {0},
+     true},
+    {"the writer of the last run is waited for until it is probed",
+     RO,
+     1,
+     2,
+     {PRIM(100, UP, EN), PRIM(200, UK, EN)},
+     -1,
+     {N, N},
+     {0},
+     false},
+    {"priority policy, failback off: the writer stays when a better one is back",
+     PR,
+     1,
+     2,
+     {PRIMD(100, UP, EN), REPL(200, UP, EN, 0)},
+     1,
+     {N, W},
+     {0},
+     false},
+    {"priority policy, failback on: the best priority takes the writes back",
+     PR,
+     1,
+     2,
+     {PRIMD(100, UP, EN), REPL(200, UP, EN, 0)},
+     0,
+     {W, R},
+     {0},
+     true},
+    {"priority policy, failback off: a demoted server is passed over",
+     PR,
+     1,
+     3,
+     {PRIMD(100, UP, EN), PRIM(200, DN, EN), REPL(300, UP, EN, 0)},
+     2,
+     {N, N, W},
+     {0},
+     false},
 };
 
 START_TEST(test_rules_table)
@@ -204,7 +268,7 @@ START_TEST(test_rules_table)
 	enum be_role roles[4];
 	char reasons[4][RULES_REASON_MAX];
 	bool extra[4];
-	struct rules_input in = {c->n, c->b, c->prev, c->policy, 10};
+	struct rules_input in = {c->n, c->b, c->prev, c->policy, 10, c->failback};
 	struct rules_output out = {.roles = roles, .reasons = reasons, .extra_writable = extra};
 	rules_decide(&in, &out);
 	ck_assert_msg(out.writer == c->writer, "%s: writer %d, expected %d", c->what, out.writer,

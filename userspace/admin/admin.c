@@ -280,7 +280,38 @@ static json_object *backend_json(struct admin *a, const struct topo_backend *b)
 	json_object_object_add(o, "steered", json_object_new_int64((int64_t)bc.steered));
 	json_object_object_add(o, "connect_failures",
 	                       json_object_new_int64((int64_t)bc.connect_failures));
+	json_object_object_add(o, "demoted", json_object_new_boolean(b->demoted));
+	json_object_object_add(o, "extra_writable", json_object_new_boolean(b->extra_writable));
 	return o;
+}
+
+/* What an operator must know about the writer choice: a second writable
+ * server, a demoted one that is writable while there is no writer. */
+static json_object *warnings_json(const struct topology *t, const struct config *c)
+{
+	json_object *w = json_object_new_array();
+	const char *writer = t->writer >= 0 ? t->backends[t->writer].name : NULL;
+	char line[400];
+
+	for (size_t i = 0; i < t->nbackends; i++) {
+		const struct topo_backend *b = &t->backends[i];
+		if (b->extra_writable) {
+			snprintf(line, sizeof(line),
+			         "two writable servers: %s is writable but is not the writer (%s "
+			         "is): it gets no writes",
+			         b->name, writer ? writer : "none");
+			json_object_array_add(w, jstr(line));
+		}
+		if (!writer && !c->failback && b->demoted && topo_backend_usable(b) &&
+		    (c->writer_policy == WRITER_POLICY_PRIORITY || !b->read_only)) {
+			snprintf(line, sizeof(line),
+			         "no writer: %s is writable but was demoted (failback = off); "
+			         "`mysteerctl enable %s` lets it become the writer",
+			         b->name, b->name);
+			json_object_array_add(w, jstr(line));
+		}
+	}
+	return w;
 }
 
 static json_object *route_json(const struct topology *t, const struct topo_route *r)
@@ -344,6 +375,8 @@ json_object *admin_status_json(struct admin *a)
 	for (size_t i = 0; i < t->nroutes; i++)
 		json_object_array_add(rs, route_json(t, &t->routes[i]));
 	json_object_object_add(root, "routes", rs);
+	json_object_object_add(root, "warnings", warnings_json(t, c));
+	json_object_object_add(root, "failback", json_object_new_boolean(c->failback));
 	effective_cgroup(c->cgroup, cg, sizeof(cg));
 	json_object_object_add(root, ADMIN_KEY_CGROUP, jstr(cg));
 	json_object_object_add(root, "bpffs_dir", jstr(c->bpffs_dir));
@@ -482,6 +515,9 @@ static json_object *cmd_named(struct admin *a, const char *cmd, json_object *req
 		return reply_err("unknown command");
 	if (state_set_admin(a->env.ov, cfg_of(a), name, adm, err, sizeof(err)) < 0)
 		return reply_err(err);
+	/* An operator's enable lets a demoted server become the writer again. */
+	if (adm == ADMIN_ENABLED)
+		controller_clear_demoted(a->env.ctl, name);
 	return commit_change(a);
 }
 
@@ -489,7 +525,9 @@ static json_object *cmd_reset(struct admin *a, json_object *req)
 {
 	const char *name = get_str(req, ADMIN_KEY_NAME);
 	size_t n = state_reset(a->env.ov, name);
-	log_info("reset %s: %zu change(s) dropped", name ? name : "all", n);
+	size_t d = controller_clear_demoted(a->env.ctl, name);
+	log_info("reset %s: %zu change(s) dropped, %zu demotion(s) cleared", name ? name : "all", n,
+	         d);
 	return commit_change(a);
 }
 

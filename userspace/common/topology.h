@@ -72,6 +72,8 @@ struct topo_backend {
 	double probe_ms;       /* latency of the last good probe */
 	int64_t last_probe_ms; /* CLOCK_REALTIME ms of the last probe, 0 never */
 	char last_error[160];  /* why it is down, "" when up */
+	bool demoted;          /* was the writer until another server became it */
+	bool extra_writable;   /* writable, live, and not the writer: a warning */
 };
 
 struct topo_route {

@@ -334,6 +334,7 @@ static const struct keydef keydefs[] = {
     {SEC_PROBE, "password_file", K_SECRET_FILE, F(probe_password), 0, 0},
     {SEC_PROBE, "max_replication_lag_s", K_INT, F(max_replication_lag_s), 0, 86400 * 365},
     {SEC_PROBE, "writer_policy", K_WPOL, F(writer_policy), 0, 0},
+    {SEC_PROBE, "failback", K_BOOL, F(failback), 0, 0},
     {SEC_PROBE, "trust_routine_characteristics", K_BOOL, F(trust_routine_characteristics), 0, 0},
 
     {SEC_STEER, "vip", K_VIP, 0, 0, 0, 0},

@@ -77,6 +77,7 @@ struct config {
 	char probe_user[128], probe_password[128];
 	int max_replication_lag_s;
 	enum writer_policy writer_policy;
+	bool failback; /* a demoted server may become the writer again by itself */
 	bool trust_routine_characteristics;
 
 	/* [steer] */

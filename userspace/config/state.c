@@ -7,7 +7,11 @@
  *     {"name":"db4","added":true,"host":"127.0.0.1","port":3309,
  *      "priority":100,"weight":1},
  *     {"name":"db2","removed":true},
- *     {"name":"db3","priority":50,"admin":"drained"}]}
+ *     {"name":"db3","priority":50,"admin":"drained"}],
+ *    "runtime":{"writer":"db2","backends":[
+ *     {"name":"db1","host":"127.0.0.1","port":3306,"id":0,"demoted":true},
+ *     {"name":"db2","host":"127.0.0.1","port":3307,"id":1}]}}
+ * "runtime" is optional (files of earlier versions have none).
  */
 #define _GNU_SOURCE /* mkostemp */
 #include "config/state.h"
@@ -47,12 +51,35 @@ void state_init(struct state_overlay *ov)
 {
 	ov->changes = NULL;
 	ov->n = 0;
+	memset(&ov->rt, 0, sizeof(ov->rt));
+}
+
+static void free_changes(struct state_overlay *ov)
+{
+	free(ov->changes);
+	ov->changes = NULL;
+	ov->n = 0;
 }
 
 void state_free(struct state_overlay *ov)
 {
-	free(ov->changes);
+	free_changes(ov);
+	free(ov->rt.b);
 	state_init(ov);
+}
+
+int state_set_runtime(struct state_overlay *ov, const struct state_runtime *rt)
+{
+	struct state_runtime_backend *b = NULL;
+
+	if (rt->n && !(b = malloc(rt->n * sizeof(*b))))
+		return -1;
+	if (rt->n)
+		memcpy(b, rt->b, rt->n * sizeof(*b));
+	free(ov->rt.b);
+	ov->rt = *rt;
+	ov->rt.b = b;
+	return 0;
 }
 
 static struct state_change *find_mut(struct state_overlay *ov, const char *name)
@@ -230,7 +257,7 @@ size_t state_reset(struct state_overlay *ov, const char *name)
 	size_t n = ov->n;
 
 	if (!name) {
-		state_free(ov);
+		free_changes(ov);
 		return n;
 	}
 	ch = find_mut(ov, name);
@@ -399,6 +426,56 @@ static int change_from_json(json_object *o, struct state_change *ch, char *why, 
 	return 0;
 }
 
+static int runtime_from_json(json_object *o, struct state_runtime *rt, char *why, size_t whylen)
+{
+	json_object *v, *arr;
+	size_t n;
+
+	if (!json_object_is_type(o, json_type_object))
+		return errf(why, whylen, "\"runtime\" is not an object");
+	if (json_object_object_get_ex(o, "writer", &v)) {
+		if (!json_object_is_type(v, json_type_string) ||
+		    (*json_object_get_string(v) && !config_valid_name(json_object_get_string(v))))
+			return errf(why, whylen, "runtime: bad \"writer\"");
+		snprintf(rt->writer, sizeof(rt->writer), "%s", json_object_get_string(v));
+	}
+	if (!json_object_object_get_ex(o, "backends", &arr))
+		return 0;
+	if (!json_object_is_type(arr, json_type_array))
+		return errf(why, whylen, "runtime: \"backends\" is not an array");
+	n = json_object_array_length(arr);
+	if (n && !(rt->b = calloc(n, sizeof(*rt->b))))
+		return errf(why, whylen, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		json_object *e = json_object_array_get_idx(arr, i);
+		struct state_runtime_backend *b = &rt->b[rt->n];
+		const char *s;
+		int port = 0, id = 0;
+
+		if (!json_object_is_type(e, json_type_object) ||
+		    !json_object_object_get_ex(e, "name", &v) ||
+		    !json_object_is_type(v, json_type_string) ||
+		    !config_valid_name(json_object_get_string(v)))
+			return errf(why, whylen, "runtime: a backend without a valid \"name\"");
+		snprintf(b->name, sizeof(b->name), "%s", json_object_get_string(v));
+		if (!json_object_object_get_ex(e, "host", &v) ||
+		    !json_object_is_type(v, json_type_string) ||
+		    strlen(s = json_object_get_string(v)) >= sizeof(b->host) ||
+		    get_int(e, "port", 1, 65535, &port) != 1 ||
+		    get_int(e, "id", 0, TOPO_MAX_IDS - 1, &id) != 1 ||
+		    get_bool(e, "demoted", &b->demoted) < 0)
+			return errf(why, whylen,
+			            "runtime: %s: bad \"host\", \"port\", \"id\" or "
+			            "\"demoted\"",
+			            b->name);
+		snprintf(b->host, sizeof(b->host), "%s", s);
+		b->port = (uint16_t)port;
+		b->id = (uint32_t)id;
+		rt->n++;
+	}
+	return 0;
+}
+
 static int parse_state(json_object *root, struct state_overlay *ov, char *why, size_t whylen)
 {
 	json_object *arr;
@@ -423,6 +500,8 @@ static int parse_state(json_object *root, struct state_overlay *ov, char *why, s
 			return errf(why, whylen, "out of memory");
 		*slot = ch;
 	}
+	if (json_object_object_get_ex(root, "runtime", &arr))
+		return runtime_from_json(arr, &ov->rt, why, whylen);
 	return 0;
 }
 
@@ -500,6 +579,39 @@ static int write_file(const char *path, const char *dir, const char *text, char 
 	return 0;
 }
 
+static int runtime_to_json(json_object *root, const struct state_runtime *rt)
+{
+	json_object *o, *arr;
+
+	if (!rt->writer[0] && !rt->n)
+		return 0;
+	o = json_object_new_object();
+	arr = json_object_new_array();
+	if (!o || !arr || json_object_object_add(root, "runtime", o)) {
+		json_object_put(o);
+		json_object_put(arr);
+		return -1;
+	}
+	json_object_object_add(o, "writer", json_object_new_string(rt->writer));
+	json_object_object_add(o, "backends", arr);
+	for (size_t i = 0; i < rt->n; i++) {
+		const struct state_runtime_backend *b = &rt->b[i];
+		json_object *e = json_object_new_object();
+
+		if (!e || json_object_array_add(arr, e)) {
+			json_object_put(e);
+			return -1;
+		}
+		json_object_object_add(e, "name", json_object_new_string(b->name));
+		json_object_object_add(e, "host", json_object_new_string(b->host));
+		json_object_object_add(e, "port", json_object_new_int(b->port));
+		json_object_object_add(e, "id", json_object_new_int64(b->id));
+		if (b->demoted)
+			json_object_object_add(e, "demoted", json_object_new_boolean(1));
+	}
+	return 0;
+}
+
 int state_save(const char *path, const struct state_overlay *ov, char *err, size_t errlen)
 {
 	json_object *root = json_object_new_object(), *arr = json_object_new_array();
@@ -521,6 +633,10 @@ int state_save(const char *path, const struct state_overlay *ov, char *err, size
 			errf(err, errlen, "%s: out of memory", path);
 			goto out;
 		}
+	}
+	if (runtime_to_json(root, &ov->rt)) {
+		errf(err, errlen, "%s: out of memory", path);
+		goto out;
 	}
 	if (ensure_dir(path, dir, sizeof(dir))) {
 		errf(err, errlen, "%s: cannot create directory %s: %s", path, dir, strerror(errno));

@@ -34,10 +34,35 @@ struct state_change {
 	enum be_admin admin;
 };
 
+/*
+ * What the controller decided and keeps across restarts (not an operator's
+ * change: `reset` leaves it): the writer it chose last (kept while there is
+ * no writer), and every backend's id and whether it was demoted (was the
+ * writer until another server became it).
+ */
+struct state_runtime_backend {
+	char name[TOPO_NAME_MAX];
+	char host[TOPO_HOST_MAX];
+	uint16_t port;
+	uint32_t id;
+	bool demoted;
+};
+
+struct state_runtime {
+	char writer[TOPO_NAME_MAX]; /* "" none chosen yet */
+	struct state_runtime_backend *b;
+	size_t n;
+};
+
 struct state_overlay {
 	struct state_change *changes;
 	size_t n;
+	struct state_runtime rt;
 };
+
+/* Replaces ov's runtime part with a copy of rt. -1 on allocation failure
+ * (ov's runtime part is then left as it was). */
+int state_set_runtime(struct state_overlay *ov, const struct state_runtime *rt);
 
 /* The effective backend: the config's entry (or the added one) with the
  * overlay's overrides applied. cfg.line is 0 for runtime-added backends. */
@@ -77,8 +102,8 @@ int state_set(struct state_overlay *ov, const struct config *c, const char *name
 int state_set_admin(struct state_overlay *ov, const struct config *c, const char *name,
                     enum be_admin admin, char *err, size_t errlen);
 
-/* Drops the changes of one backend (name) or all (NULL). Returns how many
- * entries were dropped (0 when there were none). */
+/* Drops the changes of one backend (name) or all (NULL); the runtime part
+ * stays. Returns how many entries were dropped (0 when there were none). */
 size_t state_reset(struct state_overlay *ov, const char *name);
 
 const struct state_change *state_find(const struct state_overlay *ov, const char *name);

@@ -641,7 +641,14 @@ static void print_pool(json_object *st, FILE *out)
 
 void ctl_print_status(json_object *status, FILE *out, int64_t now_ms)
 {
+	json_object *w;
+
 	fprintf(out, "writer: %s\n", jstr(status, "writer", "none"));
+	if (json_object_object_get_ex(status, "warnings", &w) &&
+	    json_object_is_type(w, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(w); i++)
+			fprintf(out, "WARNING: %s\n",
+			        json_object_get_string(json_object_array_get_idx(w, i)));
 	print_backends(status, out, now_ms);
 	fputc('\n', out);
 	print_routes(status, out);

@@ -244,11 +244,13 @@ static void stop_services(struct daemon *dm, bool keep)
 	}
 }
 
-/* Backend ids as an earlier daemon left them (the pinned maps), before the
- * first backends are applied. */
+/* Backend ids, the writer and the demoted backends as an earlier daemon
+ * left them (the pinned maps, the state file), before the first backends
+ * are applied. */
 static void restore_ids(struct daemon *dm)
 {
 	struct topo_prior_ids *p = calloc(1, sizeof(*p));
+	const struct state_runtime *rt = &dm->ov.rt;
 
 	if (!p) {
 		log_error("out of memory reading the backend ids of the last run");
@@ -258,6 +260,15 @@ static void restore_ids(struct daemon *dm)
 	for (size_t i = 0; i < dm->nstarted; i++)
 		if (dm->started[i]->prior_ids)
 			dm->started[i]->prior_ids(p);
+	for (size_t i = 0; i < rt->n; i++) {
+		uint32_t id = rt->b[i].id;
+		if (id >= TOPO_MAX_IDS || p->kept[id].name[0])
+			continue;
+		snprintf(p->kept[id].name, sizeof(p->kept[id].name), "%s", rt->b[i].name);
+		snprintf(p->kept[id].host, sizeof(p->kept[id].host), "%s", rt->b[i].host);
+		p->kept[id].port = rt->b[i].port;
+	}
+	controller_restore_runtime(dm->ctl, rt);
 	controller_restore_ids(dm->ctl, p);
 	free(p);
 }
@@ -296,6 +307,22 @@ static void say_ready(int *ready_fd)
 	sd_notify(0, "READY=1\nSTATUS=steering");
 }
 
+/* The controller's runtime state (writer, ids, demoted) into the state
+ * file, with the operator's changes. */
+static void persist(const struct state_runtime *rt, void *arg)
+{
+	struct daemon *dm = arg;
+	char err[512];
+
+	if (state_set_runtime(&dm->ov, rt) < 0) {
+		log_error("state not saved: out of memory");
+		return;
+	}
+	if (state_save(dm->ctx.cfg->state_file, &dm->ov, err, sizeof(err)) < 0)
+		log_error("state not saved (the writer %s is not kept across a restart): %s",
+		          rt->writer[0] ? rt->writer : "none", err);
+}
+
 static int run(struct daemon *dm, bool foreground)
 {
 	char err[512];
@@ -325,6 +352,7 @@ static int run(struct daemon *dm, bool foreground)
 	dm->ctx.controller = dm->ctl;
 	dm->ctx.request_probe = request_probe;
 	controller_set_id_hooks(dm->ctl, &(struct controller_id_hooks){id_busy, id_reused, dm});
+	controller_set_persist(dm->ctl, persist, dm);
 
 	struct admin_env env = {.d = &dm->ctx,
 	                        .ctl = dm->ctl,

@@ -83,6 +83,7 @@ struct cbe {
 	struct hysteresis hy;
 	uint64_t timer;
 	bool warned_writable;
+	bool warned_demoted;  /* said that it is writable but demoted */
 	bool is_name;         /* host is a name, looked up again over time */
 	bool resolving;       /* a lookup is in flight (keyed by tb.id) */
 	bool resolve_failing; /* the last lookup failed: warned once */
@@ -111,7 +112,14 @@ struct controller {
 	uint32_t writer_id; /* UINT32_MAX: none */
 	bool have_writer;
 	char writer_name[TOPO_NAME_MAX]; /* for the log when it went away */
-	struct topology *last;           /* last published, for change detection */
+	/* The writer chosen last, kept while there is none (it missed probes,
+	 * or a restart before it is probed): the rules' prev_writer. */
+	char sticky[TOPO_NAME_MAX];
+	struct state_runtime *restored; /* until the next apply (start) */
+	struct state_runtime saved;     /* what persist was called with last */
+	void (*persist_fn)(const struct state_runtime *rt, void *arg);
+	void *persist_arg;
+	struct topology *last; /* last published, for change detection */
 
 	struct resolver *res;
 	uint64_t resolve_period_ms;
@@ -448,6 +456,40 @@ static struct cbe *take_existing(struct controller *c, const struct ctl_backend_
 	return NULL;
 }
 
+/*
+ * At start, what the last run left: which backends were demoted (same name,
+ * host and port), and the writer it chose (the state file's, else the
+ * writer of the pinned maps' active generation, by the id its address took
+ * back). Both are for the first apply only.
+ */
+static void take_restored(struct controller *c)
+{
+	const struct state_runtime *rt = c->restored;
+
+	for (size_t i = 0; rt && i < c->nbe; i++)
+		for (size_t k = 0; k < rt->n; k++) {
+			struct topo_backend *tb = &c->be[i]->tb;
+			if (rt->b[k].demoted && strcmp(rt->b[k].name, tb->name) == 0 &&
+			    strcmp(rt->b[k].host, tb->host) == 0 && rt->b[k].port == tb->port)
+				tb->demoted = true;
+		}
+	if (!c->sticky[0] && c->prior && c->prior->writer_id >= 0)
+		for (size_t i = 0; i < c->nbe; i++)
+			if (c->be[i]->tb.id == (uint64_t)c->prior->writer_id &&
+			    c->prior->held[c->be[i]->tb.id])
+				snprintf(c->sticky, sizeof(c->sticky), "%s", c->be[i]->tb.name);
+	if (c->sticky[0] && (rt || c->prior))
+		log_info("the writer of the last run was %s: it stays the writer while it is live "
+		         "and writable",
+		         c->sticky);
+	if (rt)
+		free(rt->b);
+	free(c->restored);
+	c->restored = NULL;
+	free(c->prior);
+	c->prior = NULL;
+}
+
 int controller_apply(struct controller *c, const struct config *cfg,
                      const struct ctl_backend_spec *specs, size_t n)
 {
@@ -485,8 +527,7 @@ int controller_apply(struct controller *c, const struct config *cfg,
 	free(c->be);
 	c->be = nb;
 	c->nbe = n;
-	free(c->prior);
-	c->prior = NULL;
+	take_restored(c);
 	recompute(c, true);
 	return 0;
 fail:
@@ -667,9 +708,12 @@ static void log_roles(struct controller *c, const enum be_role *roles,
 				         topo_role_name(roles[i]));
 		}
 		if (extra[i] && !b->warned_writable)
-			log_warn("%s is writable but is not the writer: it gets no writes",
-			         b->tb.name);
+			log_warn(
+			    "TWO WRITABLE SERVERS: %s is writable but is not the writer (%s is): "
+			    "it gets no writes; the writer does not move by itself",
+			    b->tb.name, c->sticky[0] ? c->sticky : "none");
 		b->warned_writable = extra[i];
+		b->tb.extra_writable = extra[i];
 		b->tb.role = roles[i];
 	}
 }
@@ -692,6 +736,89 @@ static const char *writer_change_reason(const struct controller *c, int prev)
 	return "policy";
 }
 
+/*
+ * A new writer demotes the one chosen before it (sticky), which with
+ * failback off is not chosen again by itself; the writer is remembered
+ * while there is none. A demoted server that is writable while there is
+ * no writer is said once.
+ */
+static void note_writer(struct controller *c, int sticky, int writer)
+{
+	if (writer >= 0) {
+		struct topo_backend *w = &c->be[writer]->tb;
+		if (sticky >= 0 && sticky != writer && !c->be[sticky]->tb.demoted) {
+			c->be[sticky]->tb.demoted = true;
+			if (c->cfg->failback)
+				log_warn("%s demoted: %s is the writer now", c->be[sticky]->tb.name,
+				         w->name);
+			else
+				log_warn(
+				    "%s demoted: %s is the writer now; with failback = off %s "
+				    "does not become the writer again until `mysteerctl enable "
+				    "%s`",
+				    c->be[sticky]->tb.name, w->name, c->be[sticky]->tb.name,
+				    c->be[sticky]->tb.name);
+		}
+		w->demoted = false;
+		snprintf(c->sticky, sizeof(c->sticky), "%s", w->name);
+		for (size_t i = 0; i < c->nbe; i++)
+			c->be[i]->warned_demoted = false;
+		return;
+	}
+	for (size_t i = 0; i < c->nbe && !c->cfg->failback; i++) {
+		struct cbe *b = c->be[i];
+		bool writable =
+		    topo_backend_usable(&b->tb) &&
+		    (c->cfg->writer_policy == WRITER_POLICY_PRIORITY || !b->tb.read_only);
+		if (b->tb.demoted && writable && !b->warned_demoted)
+			log_warn("no writer: %s is writable but was demoted (failback = off): "
+			         "`mysteerctl enable %s` lets it become the writer",
+			         b->tb.name, b->tb.name);
+		b->warned_demoted = b->tb.demoted && writable;
+	}
+}
+
+static bool same_runtime(const struct state_runtime *a, const struct state_runtime *b)
+{
+	return strcmp(a->writer, b->writer) == 0 && a->n == b->n &&
+	       (!a->n || memcmp(a->b, b->b, a->n * sizeof(a->b[0])) == 0);
+}
+
+/* The runtime state to the daemon (state file) when it changed. */
+static void persist(struct controller *c)
+{
+	struct state_runtime rt;
+
+	if (!c->persist_fn)
+		return;
+	memset(&rt, 0, sizeof(rt));
+	snprintf(rt.writer, sizeof(rt.writer), "%s", c->sticky);
+	rt.b = calloc(c->nbe ? c->nbe : 1, sizeof(*rt.b));
+	if (!rt.b) {
+		log_error("out of memory saving the writer and the backend ids");
+		return;
+	}
+	for (size_t i = 0; i < c->nbe; i++) {
+		const struct topo_backend *tb = &c->be[i]->tb;
+		struct state_runtime_backend *e = &rt.b[rt.n];
+		if (tb->id >= TOPO_MAX_IDS)
+			continue;
+		snprintf(e->name, sizeof(e->name), "%s", tb->name);
+		snprintf(e->host, sizeof(e->host), "%s", tb->host);
+		e->port = tb->port;
+		e->id = tb->id;
+		e->demoted = tb->demoted;
+		rt.n++;
+	}
+	if (same_runtime(&rt, &c->saved)) {
+		free(rt.b);
+		return;
+	}
+	c->persist_fn(&rt, c->persist_arg);
+	free(c->saved.b);
+	c->saved = rt;
+}
+
 static void recompute(struct controller *c, bool force_publish)
 {
 	size_t n = c->nbe;
@@ -703,18 +830,34 @@ static void recompute(struct controller *c, bool force_publish)
 		log_error("out of memory deciding the topology");
 		goto out;
 	}
-	int prev = -1;
+	int prev = -1, sticky = -1;
 	for (size_t i = 0; i < n; i++) {
-		const struct topo_backend *tb = &c->be[i]->tb;
-		in[i] =
-		    (struct rules_backend){tb->priority,  tb->weight,      tb->admin,   tb->health,
-		                           tb->read_only, tb->replicating, tb->has_lag, tb->lag_s};
+		struct topo_backend *tb = &c->be[i]->tb;
+		/* Rejoined as a replica (by an operator or a failover tool): it
+		 * follows the writer now, and may become it again. */
+		if (tb->demoted && tb->health == HEALTH_UP && tb->read_only && tb->replicating) {
+			tb->demoted = false;
+			log_info(
+			    "%s is a replica again (read_only, replicating): no longer demoted",
+			    tb->name);
+		}
+		in[i] = (struct rules_backend){
+		    tb->priority,    tb->weight,  tb->admin, tb->health,  tb->read_only,
+		    tb->replicating, tb->has_lag, tb->lag_s, tb->demoted,
+		};
 		if (c->have_writer && tb->id == c->writer_id)
 			prev = (int)i;
+		if (c->sticky[0] && strcmp(tb->name, c->sticky) == 0)
+			sticky = (int)i;
 	}
-	struct rules_input ri = {n, in, prev, c->cfg->writer_policy, c->cfg->max_replication_lag_s};
+	if (sticky < 0)
+		c->sticky[0] = '\0'; /* removed: the choice starts over */
+	struct rules_input ri = {
+	    n, in, sticky, c->cfg->writer_policy, c->cfg->max_replication_lag_s, c->cfg->failback,
+	};
 	struct rules_output ro = {.roles = roles, .reasons = reasons, .extra_writable = extra};
 	rules_decide(&ri, &ro);
+	note_writer(c, sticky, ro.writer);
 
 	/* A writer removed or moved (a new id) is no longer in the list. */
 	const char *from =
@@ -744,11 +887,55 @@ static void recompute(struct controller *c, bool force_publish)
 	topo_put(c->last);
 	c->last = (struct topology *)topo_get(t);
 	topo_publish(t);
+	persist(c);
 out:
 	free(in);
 	free(roles);
 	free(reasons);
 	free(extra);
+}
+
+void controller_restore_runtime(struct controller *c, const struct state_runtime *rt)
+{
+	struct state_runtime *r = calloc(1, sizeof(*r));
+
+	if (!r || (rt->n && !(r->b = calloc(rt->n, sizeof(*r->b))))) {
+		free(r);
+		log_error("out of memory restoring the writer of the last run");
+		return;
+	}
+	snprintf(r->writer, sizeof(r->writer), "%s", rt->writer);
+	if (rt->n)
+		memcpy(r->b, rt->b, rt->n * sizeof(*r->b));
+	r->n = rt->n;
+	if (c->restored)
+		free(c->restored->b);
+	free(c->restored);
+	c->restored = r;
+	snprintf(c->sticky, sizeof(c->sticky), "%s", rt->writer);
+}
+
+void controller_set_persist(struct controller *c,
+                            void (*fn)(const struct state_runtime *rt, void *arg), void *arg)
+{
+	c->persist_fn = fn;
+	c->persist_arg = arg;
+}
+
+size_t controller_clear_demoted(struct controller *c, const char *name)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < c->nbe; i++) {
+		struct topo_backend *tb = &c->be[i]->tb;
+		if (!tb->demoted || (name && strcmp(name, tb->name) != 0))
+			continue;
+		tb->demoted = false;
+		log_info("%s: no longer demoted (an operator): it may become the writer again",
+		         tb->name);
+		n++;
+	}
+	return n;
 }
 
 void controller_restore_ids(struct controller *c, const struct topo_prior_ids *p)
@@ -812,6 +999,10 @@ void controller_free(struct controller *c)
 		free_cbe(c, c->be[i]);
 	free(c->be);
 	free(c->prior);
+	if (c->restored)
+		free(c->restored->b);
+	free(c->restored);
+	free(c->saved.b);
 	resolver_free(c->res);
 	topo_put(c->last);
 	pthread_mutex_destroy(&c->pend_lock);

@@ -15,6 +15,7 @@
 
 #include "common/topology.h"
 #include "config/config.h"
+#include "config/state.h"
 
 struct evloop;
 struct controller;
@@ -49,6 +50,20 @@ void controller_set_id_hooks(struct controller *c, const struct controller_id_ho
  * are given to new backends only as ids given back are (alloc_id), and
  * fresh ids never collide with them. */
 void controller_restore_ids(struct controller *c, const struct topo_prior_ids *p);
+
+/* What the controller keeps across restarts (state.h, struct state_runtime):
+ * the writer chosen last and which backends were demoted, restored before
+ * the first apply; the ids come back through controller_restore_ids. */
+void controller_restore_runtime(struct controller *c, const struct state_runtime *rt);
+/* Called (loop thread) with the runtime state whenever it changed: the
+ * writer chosen, a backend demoted or given an id. The daemon saves it in
+ * the state file. */
+void controller_set_persist(struct controller *c,
+                            void (*fn)(const struct state_runtime *rt, void *arg), void *arg);
+/* An operator lets a demoted backend (name; NULL: all) become the writer
+ * again (`mysteerctl enable`, `reset`). Returns how many were demoted. The
+ * next apply decides again. */
+size_t controller_clear_demoted(struct controller *c, const char *name);
 
 /* Takes the probe settings and routes of cfg (kept by pointer: it must live
  * until the next apply) and the effective backends. Backends keep their id,

@@ -1,7 +1,12 @@
 /*
- * rules.c - see rules.h. The writer choice is sticky under the read_only
- * policy: a returning old primary that missed transactions must not take the
- * writes back just because it has a better priority and is writable.
+ * rules.c - see rules.h. The writer choice is sticky: a returning old
+ * primary that missed transactions must not take the writes back just
+ * because it has a better priority and is writable. Under the read_only
+ * policy the writer chosen last stays while it is live and writable, and
+ * is waited for while it is not probed yet (a restart); with failback off
+ * (the default) the same holds under the priority policy, and a demoted
+ * server (the writer until another became it) is never chosen again by
+ * itself. failback on under the priority policy: the best live priority.
  */
 #include "topo/rules.h"
 
@@ -47,12 +52,18 @@ static bool better_pending(const struct rules_input *in, int w)
 static int choose_writer(const struct rules_input *in)
 {
 	const struct rules_backend *b = in->b;
-	if (in->policy == WRITER_POLICY_READ_ONLY && in->prev_writer >= 0 &&
-	    (size_t)in->prev_writer < in->n && writer_ok(&b[in->prev_writer], in->policy))
-		return in->prev_writer;
+	int p = in->prev_writer >= 0 && (size_t)in->prev_writer < in->n ? in->prev_writer : -1;
+	bool sticky = in->policy == WRITER_POLICY_READ_ONLY || !in->failback;
+
+	if (p >= 0 && sticky) {
+		if (writer_ok(&b[p], in->policy))
+			return p;
+		if (b[p].health == HEALTH_UNKNOWN && b[p].admin != ADMIN_DISABLED)
+			return -1; /* not probed yet: wait for it */
+	}
 	int w = -1;
 	for (size_t i = 0; i < in->n; i++) {
-		if (!writer_ok(&b[i], in->policy))
+		if (!writer_ok(&b[i], in->policy) || (!in->failback && b[i].demoted))
 			continue;
 		if (w < 0 || better(&b[i], &b[w]))
 			w = (int)i;

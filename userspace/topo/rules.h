@@ -22,14 +22,18 @@ struct rules_backend {
 	bool replicating; /* IO and SQL threads running */
 	bool has_lag;
 	double lag_s;
+	bool demoted; /* was the writer until another server became it */
 };
 
 struct rules_input {
 	size_t n;
 	const struct rules_backend *b; /* config order breaks priority ties */
-	int prev_writer;               /* index, -1: none */
+	/* index of the writer chosen last, -1: none; kept while there is no
+	 * writer (it missed probes, or at start before it is probed) */
+	int prev_writer;
 	enum writer_policy policy;
 	int max_lag_s;
+	bool failback; /* off: a demoted server is never chosen by itself */
 };
 
 #define RULES_REASON_MAX 96
