@@ -240,6 +240,62 @@ START_TEST(close_mask_writer_stops_standing_in)
 }
 END_TEST
 
+/* Fail closed on role, not on a blip: a writer that misses probes keeps its
+ * connections while no other server is the writer; they close when another
+ * becomes it, and stay when it comes back; a writer up but read_only (its
+ * role lost) is closed at once. */
+START_TEST(writer_blip_holds)
+{
+	struct fixture a, b, c, d;
+	uint32_t mask[MS_MAX_BACKENDS], held[MS_MAX_BACKENDS] = {0};
+	fixture_init(&a);
+	fixture_init(&b);
+	fixture_init(&c);
+	fixture_init(&d);
+	b.b[0].health = HEALTH_DOWN; /* db1 missed probes, no writer */
+	b.b[0].role = ROLE_NONE;
+	b.t.writer = -1;
+	c.b[0] = b.b[0]; /* then db2 became the writer */
+	c.b[1].role = ROLE_WRITER;
+	c.t.writer = 1;
+	d.b[0].role = ROLE_NONE; /* db1 up, read_only: no writer */
+	d.t.writer = -1;
+
+	struct maps_image *ia = build(&a.t, NULL), *ib = build(&b.t, NULL);
+	struct maps_image *ic = build(&c.t, NULL), *id = build(&d.t, NULL);
+	maps_close_mask(ia, &b.t, ib, mask);
+	ck_assert_uint_eq(mask[10], 1u << 0);
+	ck_assert_uint_eq(maps_hold_writer(ib, &b.t, mask, held), 0);
+	ck_assert_uint_eq(mask[10], 0);
+	ck_assert_uint_eq(held[10], 1u << 0);
+	/* still no writer: still held */
+	maps_close_mask(ib, &b.t, ib, mask);
+	ck_assert_uint_eq(maps_hold_writer(ib, &b.t, mask, held), 0);
+	ck_assert_uint_eq(held[10], 1u << 0);
+	/* db1 back as the writer: nothing closes, nothing held */
+	uint32_t back[MS_MAX_BACKENDS];
+	memcpy(back, held, sizeof(back));
+	maps_close_mask(ib, &a.t, ia, mask);
+	ck_assert_uint_eq(maps_hold_writer(ia, &a.t, mask, back), 0);
+	ck_assert_uint_eq(back[10], 0);
+	/* db2 the writer instead: db1's held connections close */
+	maps_close_mask(ib, &c.t, ic, mask);
+	ck_assert_uint_eq(mask[10], 0);
+	ck_assert_uint_eq(maps_hold_writer(ic, &c.t, mask, held), 1);
+	ck_assert_uint_eq(mask[10], 1u << 0);
+	ck_assert_uint_eq(held[10], 0);
+	/* up but read_only: no blip, closed at once */
+	maps_close_mask(ia, &d.t, id, mask);
+	ck_assert_uint_eq(maps_hold_writer(id, &d.t, mask, held), 1);
+	ck_assert_uint_eq(mask[10], 1u << 0);
+	ck_assert_uint_eq(held[10], 0);
+	free(ia);
+	free(ib);
+	free(ic);
+	free(id);
+}
+END_TEST
+
 /* After a restart the old topology is only the maps: ids may differ from
  * the new daemon's, so backends are matched by address. */
 START_TEST(close_mask_adopted_matches_by_address)
@@ -407,6 +463,7 @@ int main(void)
 	tcase_add_test(tc, close_mask_down_drain_disable);
 	tcase_add_test(tc, close_mask_writer_stops_standing_in);
 	tcase_add_test(tc, close_mask_adopted_matches_by_address);
+	tcase_add_test(tc, writer_blip_holds);
 	tcase_add_test(tc, err_packet);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);

@@ -371,3 +371,38 @@ size_t maps_close_mask_adopted(const struct maps_image *old, const struct topolo
 {
 	return close_mask(old, cur, new_img, true, mask);
 }
+
+size_t maps_hold_writer(const struct maps_image *new_img, const struct topology *cur,
+                        uint32_t mask[MS_MAX_BACKENDS], uint32_t held[MS_MAX_BACKENDS])
+{
+	size_t n = 0;
+
+	for (uint32_t id = 0; id < MS_MAX_BACKENDS; id++) {
+		const struct topo_backend *now = find_id(cur, id);
+		/* missed probes: not up, yet still there and enabled (a live
+		 * server that lost its role, read_only, is closed at once) */
+		bool stays = now && now->admin != ADMIN_DISABLED && now->health != HEALTH_UP;
+
+		for (uint32_t r = 0; r < MS_ROUTE_SLOTS; r++) {
+			const struct ms_route *rt = &new_img->routes[r];
+			uint32_t bit = 1u << r;
+			bool writer_route = (rt->flags & MS_RT_PRESENT) &&
+			                    !(rt->flags & (MS_RT_READER | MS_RT_SPLIT));
+
+			if (!((mask[id] | held[id]) & bit))
+				continue;
+			if (writer_route && rt->ntargets == 0 && stays) {
+				mask[id] &= ~bit; /* no writer now: kept, held */
+				held[id] |= bit;
+				continue;
+			}
+			if (!(held[id] & bit))
+				continue;
+			held[id] &= ~bit;
+			if (!(writer_route && in_targets(rt, id)))
+				mask[id] |= bit; /* another writer, or it left: closed */
+		}
+		n += mask[id] != 0;
+	}
+	return n;
+}

@@ -92,6 +92,21 @@ size_t maps_close_mask_adopted(const struct maps_image *old, const struct topolo
  * makes dir there. Returns 0, or -1 with a one-line reason in err. */
 int maps_prepare_bpffs(const char *dir, char *err, size_t errlen);
 
+/*
+ * Fail closed on role, not on a blip: applied to a close mask (above) for
+ * new_img, the image of cur. A backend that leaves a writer route only
+ * because it missed probes (not up, still enabled) and no other server
+ * became the writer (the route has no target) keeps its connections of
+ * that route: the bit goes from mask to held (bit = route id, by backend
+ * id). Held connections are closed (their bit back in mask) once the route
+ * has a target that is not the backend, or the backend is back up without
+ * the role, disabled or removed, or the route goes; held no more once the
+ * backend is the route's target again. Returns how many backends have a
+ * non-zero mask.
+ */
+size_t maps_hold_writer(const struct maps_image *new_img, const struct topology *cur,
+                        uint32_t mask[MS_MAX_BACKENDS], uint32_t held[MS_MAX_BACKENDS]);
+
 /* The MySQL ERR packet the error listener sends (sequence 0), into buf.
  * Returns its length. */
 size_t maps_err_packet(uint8_t *buf, size_t len, uint16_t code, const char *msg);

@@ -102,6 +102,9 @@ struct steer {
 	/* the newest topology that waits for a generation to write */
 	const struct topology *pending;
 	uint64_t last_fail_log[MS_MAX_BACKENDS];
+	/* connections kept while their writer route has no target, by backend
+	 * id: bit = route id (maps_hold_writer) */
+	uint32_t held[MS_MAX_BACKENDS];
 	int counters_fd;
 };
 
@@ -746,6 +749,27 @@ out:
 	return rc;
 }
 
+/*
+ * After a restart: what the predecessor steered is in its maps. A writer
+ * route it left with no target (its writer missed probes) held the
+ * connections of every backend then, so they are held here too: closed once
+ * another server is the writer (maps_hold_writer).
+ */
+static void hold_adopted(const struct maps_image *adopted, const struct topology *t,
+                         const struct maps_image *img, uint32_t mask[MS_MAX_BACKENDS])
+{
+	maps_close_mask_adopted(adopted, t, img, mask);
+	for (uint32_t r = 0; r < MS_ROUTE_SLOTS; r++) {
+		const struct ms_route *rt = &adopted->routes[r];
+		if (!(rt->flags & MS_RT_PRESENT) || (rt->flags & (MS_RT_READER | MS_RT_SPLIT)) ||
+		    rt->ntargets)
+			continue;
+		for (uint32_t id = 0; id < MS_MAX_BACKENDS; id++)
+			if (adopted->backends[id].flags & MS_BE_PRESENT)
+				S.held[id] |= 1u << r;
+	}
+}
+
 static void publish(const struct topology *t, void *arg)
 {
 	const struct config *cfg = S.d ? S.d->cfg : NULL;
@@ -810,10 +834,13 @@ static void publish(const struct topology *t, void *arg)
 	wait_for_readers();
 	log_debug("steer: published generation %llu", (unsigned long long)t->generation);
 
+	memset(mask, 0, sizeof(mask));
 	if (closing && S.last)
-		nclose = maps_close_mask(S.last, t, img, mask);
+		maps_close_mask(S.last, t, img, mask);
 	else if (closing && adopted)
-		nclose = maps_close_mask_adopted(adopted, t, img, mask);
+		hold_adopted(adopted, t, img, mask);
+	if (closing)
+		nclose = maps_hold_writer(img, t, mask, S.held);
 	if (nclose)
 		close_on_demote(mask);
 	free(adopted);
@@ -992,6 +1019,7 @@ static void steer_stop(struct daemon_ctx *d, bool keep)
 	memset(S.gens, 0, sizeof(S.gens));
 	memset(S.backend_set, 0, sizeof(S.backend_set));
 	memset(S.gone_name, 0, sizeof(S.gone_name));
+	memset(S.held, 0, sizeof(S.held));
 	topo_put(S.pending);
 	S.pending = NULL;
 	/* Every name mysteer pins here, whichever part or run pinned it. */

@@ -1,9 +1,14 @@
 /*
  * probe.c - see probe.h. A small state machine over the _start/_cont pairs of
  * libmysqlclient: connect (only when no connection is kept), SELECT
- * @@read_only, SHOW ALL SLAVES STATUS (SHOW SLAVE STATUS where the server
- * does not know the MariaDB form). Every step waits on the connection's
- * socket in the loop; the probe's deadline is a loop timer.
+ * @@read_only, @@super_read_only (MySQL; @@read_only alone where the server
+ * has no such variable, as MariaDB), then the replication status in the
+ * first form the server knows: SHOW ALL REPLICAS STATUS (MariaDB >= 10.5,
+ * every source), SHOW REPLICA STATUS (MySQL >= 8.0.22, where 8.4 removed
+ * SHOW SLAVE STATUS), SHOW ALL SLAVES STATUS (older MariaDB), SHOW SLAVE
+ * STATUS. A form refused as a syntax error is not tried again on that
+ * connection's server. Every step waits on the connection's socket in the
+ * loop; the probe's deadline is a loop timer.
  */
 #include "probe/probe.h"
 
@@ -28,7 +33,8 @@ struct probe {
 
 	MYSQL *m;
 	bool connected;
-	bool show_all; /* SHOW ALL SLAVES STATUS works here */
+	int repl_form; /* index into repl_forms: the first one not refused */
+	bool super_ro; /* SELECT @@super_read_only works here */
 	enum step step;
 	bool pending; /* a *_start returned a wait status: *_cont must follow */
 	int fd;       /* registered in the loop, -1: none */
@@ -42,6 +48,16 @@ struct probe {
 	int query_ret;
 	MYSQL_RES *store_ret;
 };
+
+static const char *const repl_forms[] = {
+    "SHOW ALL REPLICAS STATUS",
+    "SHOW REPLICA STATUS",
+    "SHOW ALL SLAVES STATUS",
+    "SHOW SLAVE STATUS",
+};
+#define NFORMS     (sizeof(repl_forms) / sizeof(repl_forms[0]))
+#define Q_RO       "SELECT @@read_only"
+#define Q_RO_SUPER "SELECT @@read_only, @@super_read_only"
 
 static void step_wait(struct probe *p, int status);
 static void step_done(struct probe *p);
@@ -112,8 +128,17 @@ static void finish(struct probe *p, bool ok)
 	p->fn(p->arg, &p->res);
 }
 
+/* The server refused the monitoring user: its grants or password. */
+static bool refused(unsigned err)
+{
+	return err == ER_ACCESS_DENIED_ERROR || err == ER_DBACCESS_DENIED_ERROR ||
+	       err == ER_TABLEACCESS_DENIED_ERROR || err == ER_SPECIFIC_ACCESS_DENIED_ERROR ||
+	       err == ER_ACCESS_DENIED_NO_PASSWORD_ERROR;
+}
+
 static void fail(struct probe *p, const char *what)
 {
+	p->res.misconfigured = p->m && refused(mysql_errno(p->m));
 	if (p->m && mysql_errno(p->m))
 		snprintf(p->res.error, sizeof(p->res.error), "%s: %s", what, mysql_error(p->m));
 	else
@@ -232,9 +257,17 @@ static int field_index(MYSQL_RES *r, const char *name)
  */
 static void parse_repl(struct probe *p, MYSQL_RES *r)
 {
+	/* MariaDB and MySQL before 8.0.22 name the columns Slave_/_Master,
+	 * MySQL's SHOW REPLICA STATUS Replica_/_Source. */
 	int io = field_index(r, "Slave_IO_Running");
 	int sql = field_index(r, "Slave_SQL_Running");
 	int sbm = field_index(r, "Seconds_Behind_Master");
+	if (io < 0)
+		io = field_index(r, "Replica_IO_Running");
+	if (sql < 0)
+		sql = field_index(r, "Replica_SQL_Running");
+	if (sbm < 0)
+		sbm = field_index(r, "Seconds_Behind_Source");
 	MYSQL_ROW row;
 	bool any = false, running = true;
 	double lag = 0;
@@ -268,9 +301,15 @@ static void step_done(struct probe *p)
 			return;
 		}
 		p->connected = true;
-		begin_query(p, ST_Q_RO, "SELECT @@read_only");
+		begin_query(p, ST_Q_RO, p->super_ro ? Q_RO_SUPER : Q_RO);
 		return;
 	case ST_Q_RO:
+		if (p->query_ret && p->super_ro &&
+		    mysql_errno(p->m) == ER_UNKNOWN_SYSTEM_VARIABLE) {
+			p->super_ro = false; /* MariaDB: no super_read_only */
+			begin_query(p, ST_Q_RO, Q_RO);
+			return;
+		}
 		if (p->query_ret) {
 			fail(p, "SELECT @@read_only");
 			return;
@@ -286,18 +325,20 @@ static void step_done(struct probe *p)
 		}
 		row = mysql_fetch_row(r);
 		p->res.read_only = row && row[0] && strcmp(row[0], "0") != 0;
+		if (row && mysql_num_fields(r) > 1 && row[1] && strcmp(row[1], "0") != 0)
+			p->res.read_only = true;
 		mysql_free_result(r);
-		begin_query(p, ST_Q_REPL,
-		            p->show_all ? "SHOW ALL SLAVES STATUS" : "SHOW SLAVE STATUS");
+		begin_query(p, ST_Q_REPL, repl_forms[p->repl_form]);
 		return;
 	case ST_Q_REPL:
-		if (p->query_ret && p->show_all && mysql_errno(p->m) == ER_PARSE_ERROR) {
-			p->show_all = false;
-			begin_query(p, ST_Q_REPL, "SHOW SLAVE STATUS");
+		if (p->query_ret && (size_t)p->repl_form + 1 < NFORMS &&
+		    mysql_errno(p->m) == ER_PARSE_ERROR) {
+			p->repl_form++;
+			begin_query(p, ST_Q_REPL, repl_forms[p->repl_form]);
 			return;
 		}
 		if (p->query_ret) {
-			fail(p, "SHOW SLAVE STATUS");
+			fail(p, repl_forms[p->repl_form]);
 			return;
 		}
 		begin_store(p, ST_S_REPL);
@@ -306,7 +347,7 @@ static void step_done(struct probe *p)
 		r = p->store_ret;
 		p->store_ret = NULL;
 		if (!r) {
-			fail(p, "SHOW SLAVE STATUS");
+			fail(p, repl_forms[p->repl_form]);
 			return;
 		}
 		parse_repl(p, r);
@@ -332,7 +373,7 @@ struct probe *probe_new(struct evloop *l, const char *host, uint16_t port, const
 	p->fn = fn;
 	p->arg = arg;
 	p->fd = -1;
-	p->show_all = true;
+	p->super_ro = true;
 	if (!p->host || !p->user || !p->password) {
 		probe_free(p);
 		return NULL;
@@ -414,7 +455,7 @@ int probe_start(struct probe *p, unsigned timeout_ms)
 	if (!p->connected)
 		begin_connect(p);
 	else
-		begin_query(p, ST_Q_RO, "SELECT @@read_only");
+		begin_query(p, ST_Q_RO, p->super_ro ? Q_RO_SUPER : Q_RO);
 	return 0;
 }
 

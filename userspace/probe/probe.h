@@ -18,10 +18,13 @@ struct probe_result {
 	bool ok;             /* reachable and answered every query */
 	char error[160];     /* why not, when !ok */
 	bool connect_failed; /* !ok while connecting (refused, unreachable, timed out) */
-	bool read_only;      /* @@read_only */
-	bool is_replica;     /* has a replication source configured */
-	bool replicating;    /* IO and SQL threads running */
-	bool has_lag;        /* Seconds_Behind_Master was not NULL */
+	/* !ok because the server refused the monitoring user (access denied,
+	 * a privilege missing): a configuration problem, not a server down */
+	bool misconfigured;
+	bool read_only;   /* @@read_only, or @@super_read_only where the server has it */
+	bool is_replica;  /* has a replication source configured */
+	bool replicating; /* IO and SQL threads running */
+	bool has_lag;     /* Seconds_Behind_Master was not NULL */
 	double lag_s;
 	double latency_ms; /* whole probe, including a reconnect */
 };

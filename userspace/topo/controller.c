@@ -83,10 +83,11 @@ struct cbe {
 	struct hysteresis hy;
 	uint64_t timer;
 	bool warned_writable;
-	bool warned_demoted;  /* said that it is writable but demoted */
-	bool is_name;         /* host is a name, looked up again over time */
-	bool resolving;       /* a lookup is in flight (keyed by tb.id) */
-	bool resolve_failing; /* the last lookup failed: warned once */
+	bool warned_demoted;       /* said that it is writable but demoted */
+	bool warned_misconfigured; /* the probe is refused: said once */
+	bool is_name;              /* host is a name, looked up again over time */
+	bool resolving;            /* a lookup is in flight (keyed by tb.id) */
+	bool resolve_failing;      /* the last lookup failed: warned once */
 	uint64_t resolve_timer;
 	uint64_t resolve_at_ms; /* mono_ms() of the last lookup started */
 };
@@ -219,6 +220,23 @@ static void on_probe(void *arg, const struct probe_result *r)
 	enum be_health before = b->tb.health;
 
 	b->tb.last_probe_ms = real_ms();
+	/* Refused by the server (access denied, a privilege missing): the
+	 * monitoring user is misconfigured, the server is not down. Marking it
+	 * down would empty 6446 over a grant; its last state stays, and the
+	 * reason is shown. */
+	if (!r->ok && r->misconfigured) {
+		snprintf(b->tb.last_error, sizeof(b->tb.last_error),
+		         "misconfigured, last state kept: %.120s", r->error);
+		if (!b->warned_misconfigured)
+			log_warn("%s: the probe is refused (%s): check [probe] user, password and "
+			         "its grants (SLAVE MONITOR or REPLICATION CLIENT); %s stays %s",
+			         b->tb.name, r->error, b->tb.name, topo_health_name(b->tb.health));
+		b->warned_misconfigured = true;
+		return;
+	}
+	if (b->warned_misconfigured)
+		log_info("%s: the probe is accepted again", b->tb.name);
+	b->warned_misconfigured = false;
 	hysteresis_step(&b->hy, r->ok, c->cfg->rise, c->cfg->fall);
 	b->tb.health = b->hy.health;
 	if (r->ok) {

@@ -16,7 +16,7 @@ $(BUILD)/tests/test_evloop: $(BUILD)/obj/tests/unit/test_evloop.o $(COMMON_OBJS)
 INTEG_TESTS += tests/integration/controller.sh
 INTEG_TESTS += tests/integration/controller_figures.sh
 INTEG_TESTS += tests/integration/dns.sh
-INTEG_TESTS += tests/integration/writer_sticky.sh
+INTEG_TESTS += tests/integration/writer_sticky.sh tests/integration/writer_blip.sh
 
 UNIT_TESTS += $(BUILD)/tests/test_controller
 $(BUILD)/tests/test_controller: $(BUILD)/obj/tests/unit/test_controller.o \
