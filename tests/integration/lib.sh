@@ -266,7 +266,8 @@ itest_daemon_start() { # config [extra args]
 	shift
 	"$MYSTEERD" -c "$conf" -f "$@" >>"$T/mysteerd.log" 2>&1 &
 	ITEST_DAEMON_PID=$!
-	if ! wait_until 10 ctl status >/dev/null; then
+	# 30 s: a daemon on a loaded 2-core machine was seen taking 13 s to start.
+	if ! wait_until 30 ctl status >/dev/null; then
 		echo "not ok - mysteerd did not answer on its admin socket"
 		tail -n 30 "$T/mysteerd.log"
 		return 1
