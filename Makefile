@@ -22,7 +22,7 @@ FUZZ_RUNS  ?= 200000
 FUZZ_TIME  ?= 600
 FUZZ_CORPUS ?= .fuzz-corpus
 
-PKGS       := libbpf inih json-c libpcre2-8 libcrypto libsystemd libmicrohttpd
+PKGS       := libbpf inih json-c libpcre2-8 libcrypto libssl libsystemd libmicrohttpd
 
 # On a fresh machine `make`, `make test` and `make run` install what is missing
 # first, before anything below asks pkg-config for flags.

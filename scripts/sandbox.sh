@@ -23,6 +23,11 @@
 # and ::1, and on the addresses in SANDBOX_BIND (a comma-separated list, for a
 # test's own veth address), never on every interface.
 #
+# `up` also makes a test CA and certificates with openssl into $DIR/tls (never
+# committed; `certs` makes them alone): ca.pem, server-cert.pem and
+# server-key.pem (for localhost and 127.0.0.1, ::1), client-cert.pem and
+# client-key.pem, all signed by ca.pem; EC P-256 keys, valid for 30 days.
+#
 # The first `up` on a machine initializes one template data directory (users
 # and grants included) and every later `up` copies it, which turns the three
 # mariadb-install-db runs into a file copy.
@@ -214,8 +219,41 @@ wait_replication() { # port
 	die "replication on $1 did not start"
 }
 
+# The test CA and certificates (see the header); kept while they exist.
+make_certs() {
+	local d=$DIR/tls ext
+	[ -s "$d/client-cert.pem" ] && return 0
+	command -v openssl >/dev/null || die "openssl not found (run scripts/install-deps.sh)"
+	mkdir -p "$d"
+	(
+		set -e
+		cd "$d"
+		umask 077
+		openssl ecparam -name prime256v1 -genkey -noout -out ca-key.pem
+		openssl req -x509 -new -key ca-key.pem -days 30 -subj "/CN=mysteer sandbox CA" \
+			-addext "basicConstraints=critical,CA:TRUE" \
+			-addext "keyUsage=critical,keyCertSign,cRLSign" -out ca.pem
+		for who in server client; do
+			openssl ecparam -name prime256v1 -genkey -noout -out "$who-key.pem"
+			openssl req -new -key "$who-key.pem" -subj "/CN=mysteer sandbox $who" \
+				-out "$who.csr"
+			if [ "$who" = server ]; then
+				ext="subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1
+extendedKeyUsage=serverAuth"
+			else
+				ext="extendedKeyUsage=clientAuth"
+			fi
+			openssl x509 -req -in "$who.csr" -CA ca.pem -CAkey ca-key.pem \
+				-CAcreateserial -days 30 -extfile <(echo "$ext") -out "$who-cert.pem"
+			rm -f "$who.csr"
+		done
+		chmod 644 ca.pem server-cert.pem client-cert.pem
+	) >"$d/openssl.log" 2>&1 || { cat "$d/openssl.log" >&2; die "making the test certificates failed"; }
+}
+
 cmd_up() {
 	mkdir -p "$DIR"
+	make_certs
 	local p fresh=0 tdir
 	if [ ! -d "$(inst_dir "${PORTS[0]}")/data" ]; then
 		fresh=1
@@ -354,7 +392,7 @@ cmd_rejoin() { # port
 }
 
 usage() {
-	echo "usage: sandbox.sh up|down|status|kill PORT|start PORT|promote PORT|rejoin PORT" >&2
+	echo "usage: sandbox.sh up|down|status|certs|kill PORT|start PORT|promote PORT|rejoin PORT" >&2
 	exit 2
 }
 
@@ -367,6 +405,7 @@ case "${1:-}" in
 up) cmd_up ;;
 down) cmd_down ;;
 status) cmd_status ;;
+certs) mkdir -p "$DIR"; make_certs; echo "$DIR/tls" ;;
 kill) need_port "${2:-}"; stop_server "$2" KILL; log "killed $2" ;;
 start) need_port "${2:-}"; start_server "$2"; log "started $2" ;;
 promote) need_port "${2:-}"; cmd_promote "$2" ;;

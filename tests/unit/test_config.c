@@ -441,6 +441,82 @@ START_TEST(test_warn_readable_password)
 }
 END_TEST
 
+/* ---- [proxy] TLS ---- */
+
+/* A self-signed certificate and its key (EC P-256), and another key. */
+static const char tls_cert_pem[] =
+    "-----BEGIN CERTIFICATE-----\n"
+    "MIIBbTCCAROgAwIBAgIUDwuOr8J8XNBVjIMQqKcjKj0znCwwCgYIKoZIzj0EAwIw\n"
+    "DDEKMAgGA1UEAwwBdDAeFw0yNjEyMDIwODQyMzJaFw0zNjExMjkwODQyMzJaMAwx\n"
+    "CjAIBgNVBAMMAXQwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAAQnpPmQ6bOM1Zek\n"
+    "vqqEWQfrt4eO7uohnZWwRTvFeskJ1sRQxFOxgucAfPCnuywD8HccfDLk3MyQl6WE\n"
+    "vxD8eGLeo1MwUTAdBgNVHQ4EFgQU5vNnW+HHHdfsslt4lvmxuh8eR/0wHwYDVR0j\n"
+    "BBgwFoAU5vNnW+HHHdfsslt4lvmxuh8eR/0wDwYDVR0TAQH/BAUwAwEB/zAKBggq\n"
+    "hkjOPQQDAgNIADBFAiAy0YP0Db+ngne0ODwiuppYEFs2PY9tBKFlz0zBMRcYIgIh\n"
+    "AO/ATWy68eofxrSMdUojDuicXZ3Vzqw8gSi/xg4Pn5AO\n"
+    "-----END CERTIFICATE-----\n";
+static const char tls_key_pem[] =
+    "-----BEGIN EC PRIVATE KEY-----\n"
+    "MHcCAQEEIPnbjFYjbD3nX7g9C2Y05JdPvx+jBNO6MN4NQLu5/EdUoAoGCCqGSM49\n"
+    "AwEHoUQDQgAEJ6T5kOmzjNWXpL6qhFkH67eHju7qIZ2VsEU7xXrJCdbEUMRTsYLn\n"
+    "AHzwp7ssA/B3HHwy5NzMkJelhL8Q/Hhi3g==\n"
+    "-----END EC PRIVATE KEY-----\n";
+static const char tls_other_key_pem[] =
+    "-----BEGIN EC PRIVATE KEY-----\n"
+    "MHcCAQEEIL2jyz/3JrKPEGYRheTjioGeZVQpciUAZ6JbNH3G2hnUoAoGCCqGSM49\n"
+    "AwEHoUQDQgAEJfdxrHsuoCL2t0f+ynHvDy/TWamdffrk9ITbnwe1fz7xCTm/Ou2Y\n"
+    "cFgix34hdfBoPWGi4osuuIqOP1bF8pHhmw==\n"
+    "-----END EC PRIVATE KEY-----\n";
+
+START_TEST(test_tls_keys)
+{
+	static const struct {
+		const char *text;
+		const char *err;
+	} bad[] = {
+	    {"[proxy]\ntls_cert = c.pem\n", "set tls_cert and tls_key together"},
+	    {"[proxy]\ntls_cert = c.pem\ntls_key = k2.pem\n", "is not the key of the certificate"},
+	    {"[proxy]\ntls_cert = k.pem\ntls_key = k.pem\n", "tls_cert: "},
+	    {"[proxy]\ntls_cert = c.pem\ntls_key = c.pem\n", "not a PEM private key"},
+	    {"[proxy]\ntls_cert = c.pem\ntls_key = k.pem\ntls_ca = junk.pem\n",
+	     "not a PEM certificate"},
+	    {"[proxy]\ntls_cert = none.pem\ntls_key = k.pem\n", "cannot read"},
+	    {"[proxy]\nrequire_secure_transport = on\n", "needs tls_cert and tls_key"},
+	    {"[proxy]\ntls_ca = c.pem\n", "tls_ca: needs tls_cert"},
+	};
+	char text[512], want[300];
+	struct config *c;
+
+	write_conf("c.pem", tls_cert_pem, 0644);
+	write_conf("k.pem", tls_key_pem, 0600);
+	write_conf("k2.pem", tls_other_key_pem, 0600);
+	write_conf("junk.pem", "not a certificate\n", 0644);
+
+	c = load_text(BE PW);
+	ck_assert_msg(c, "%s", errbuf);
+	ck_assert_str_eq(c->tls_cert, "");
+	ck_assert(!c->require_secure_transport);
+	config_free(c);
+
+	c = load_text(BE PW "[proxy]\ntls_cert = c.pem\ntls_key = k.pem\ntls_ca = c.pem\n"
+	                    "require_secure_transport = on\n");
+	ck_assert_msg(c, "%s", errbuf);
+	snprintf(want, sizeof(want), "%s/c.pem", tmpdir);
+	ck_assert_str_eq(c->tls_cert, want); /* relative to the config's directory */
+	ck_assert_str_eq(c->tls_ca, want);
+	ck_assert(c->require_secure_transport);
+	config_free(c);
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), BE PW "%s", bad[i].text);
+		c = load_text(text);
+		ck_assert_msg(!c, "case %zu loaded", i);
+		ck_assert_msg(strstr(errbuf, bad[i].err), "case %zu: %s", i, errbuf);
+		ck_assert_msg(!strchr(errbuf, '\n'), "case %zu: more than one line", i);
+	}
+}
+END_TEST
+
 /* ---- no built-in credential; password_file ---- */
 
 START_TEST(test_probe_password_required)
@@ -785,6 +861,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_warn_readable_password);
 	tcase_add_test(tc, test_probe_password_required);
 	tcase_add_test(tc, test_password_file);
+	tcase_add_test(tc, test_tls_keys);
 	tcase_add_loop_test(tc, test_bad_password_file, 0,
 	                    (int)(sizeof(bad_pwfiles) / sizeof(bad_pwfiles[0])));
 	tcase_add_test(tc, test_warn_readable_password_file);

@@ -19,8 +19,11 @@
 #include <ini.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/sha.h>
 #include <pwd.h>
+#include <openssl/x509.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +73,7 @@ struct pctx {
 	bool route_given;
 	bool router_syntax; /* the current route is a MySQL Router [routing:NAME] */
 	int *user_lines;    /* section line of each user, for late checks */
+	int tls_line;       /* the line of the last tls_* key, 0: none */
 };
 
 static void fail(struct pctx *p, int line, const char *fmt, ...)
@@ -299,7 +303,8 @@ enum ktype {
 	K_LISTEN,
 	K_SECRET,
 	K_SECRET_FILE,
-	K_USER
+	K_USER,
+	K_PEM /* a PEM file: its path, relative to the config file's directory */
 };
 
 struct keydef {
@@ -364,6 +369,10 @@ static const struct keydef keydefs[] = {
     {SEC_PROXY, "pool_wait_timeout_ms", K_INT, F(pool_wait_timeout_ms), 1, 3600000},
     {SEC_PROXY, "max_prepared_per_connection", K_INT, F(max_prepared_per_connection), 1, 1000000},
     {SEC_PROXY, "max_prepared_per_session", K_INT, F(max_prepared_per_session), 1, 1000000},
+    {SEC_PROXY, "tls_cert", K_PEM, F(tls_cert), 0, 0},
+    {SEC_PROXY, "tls_key", K_PEM, F(tls_key), 0, 0},
+    {SEC_PROXY, "tls_ca", K_PEM, F(tls_ca), 0, 0},
+    {SEC_PROXY, "require_secure_transport", K_BOOL, F(require_secure_transport), 0, 0},
 };
 
 static const char *const log_level_names[] = {"error", "warn", "info", "debug"};
@@ -470,6 +479,70 @@ out:
 	return ok;
 }
 
+/* The path a key names, relative paths taken from the config file's
+ * directory, into path; false (and the error said) when it does not fit. */
+static bool key_path(struct pctx *p, const char *key, const char *value, char *path, size_t size)
+{
+	const char *slash = strrchr(p->c->path, '/');
+	int n;
+
+	if (!*value) {
+		fail(p, p->line, "%s: no file named", key);
+		return false;
+	}
+	if (value[0] == '/' || !slash)
+		n = snprintf(path, size, "%s", value);
+	else
+		n = snprintf(path, size, "%.*s/%s", (int)(slash - p->c->path), p->c->path, value);
+	if (n < 0 || (size_t)n >= size) {
+		fail(p, p->line, "%s: path too long", key);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * tls_cert, tls_key, tls_ca: the PEM file is read at every load (so a
+ * reload takes a renewed certificate) and must hold what the key names: a
+ * certificate (tls_cert, tls_ca) or a private key (tls_key). Whether the key
+ * belongs to the certificate is check_all's.
+ */
+static bool set_pem(struct pctx *p, const char *key, const char *value, char *dst, size_t size)
+{
+	bool is_key = !strcmp(key, "tls_key"), ok;
+	char path[4096];
+	FILE *f;
+
+	if (!key_path(p, key, value, path, sizeof(path)) || !copy_str(dst, size, path)) {
+		if (!p->failed)
+			fail(p, p->line, "%s: path too long", key);
+		return false;
+	}
+	p->tls_line = p->line;
+	if (p->flags & CONFIG_LOAD_NO_SECRETS)
+		return true;
+	f = fopen(dst, "re");
+	if (!f) {
+		fail(p, p->line, "%s: cannot read %s: %s", key, dst, strerror(errno));
+		return false;
+	}
+	if (is_key) {
+		EVP_PKEY *k = PEM_read_PrivateKey(f, NULL, NULL, NULL);
+		ok = k != NULL;
+		EVP_PKEY_free(k);
+	} else {
+		X509 *x = PEM_read_X509(f, NULL, NULL, NULL);
+		ok = x != NULL;
+		X509_free(x);
+	}
+	fclose(f);
+	ERR_clear_error();
+	if (!ok)
+		fail(p, p->line, "%s: %s: not a PEM %s", key, dst,
+		     is_key ? "private key" : "certificate");
+	return ok;
+}
+
 static bool set_fixed(struct pctx *p, const struct keydef *k, const char *value)
 {
 	void *dst = (char *)p->c + k->off;
@@ -488,6 +561,8 @@ static bool set_fixed(struct pctx *p, const struct keydef *k, const char *value)
 			return false;
 		}
 		return true;
+	case K_PEM:
+		return set_pem(p, k->key, value, dst, k->size);
 	case K_SECRET_FILE:
 	case K_SECRET:
 		if (p->probe_password_given) {
@@ -1076,10 +1151,54 @@ static bool same_host(const char *a, const char *b)
 	               &((struct sockaddr_in6 *)&y)->sin6_addr, sizeof(struct in6_addr));
 }
 
+/* [proxy] tls_*: a certificate and its key come together and match;
+ * require_secure_transport needs them. */
+static void check_tls(struct pctx *p)
+{
+	struct config *c = p->c;
+	int line = p->tls_line ? p->tls_line : (p->line ? p->line : 1);
+	X509 *x = NULL;
+	EVP_PKEY *k = NULL;
+	FILE *f;
+
+	if (!c->tls_cert[0] != !c->tls_key[0]) {
+		fail(p, line, "%s: set tls_cert and tls_key together",
+		     c->tls_cert[0] ? "tls_key" : "tls_cert");
+		return;
+	}
+	if (!c->tls_cert[0] && c->tls_ca[0]) {
+		fail(p, line, "tls_ca: needs tls_cert and tls_key");
+		return;
+	}
+	if (c->require_secure_transport && !c->tls_cert[0]) {
+		fail(p, p->line ? p->line : 1,
+		     "require_secure_transport = on needs tls_cert and tls_key");
+		return;
+	}
+	if (!c->tls_cert[0] || (p->flags & CONFIG_LOAD_NO_SECRETS))
+		return;
+	if ((f = fopen(c->tls_cert, "re"))) {
+		x = PEM_read_X509(f, NULL, NULL, NULL);
+		fclose(f);
+	}
+	if ((f = fopen(c->tls_key, "re"))) {
+		k = PEM_read_PrivateKey(f, NULL, NULL, NULL);
+		fclose(f);
+	}
+	if (!x || !k || X509_check_private_key(x, k) != 1)
+		fail(p, line, "tls_key: %s is not the key of the certificate in %s", c->tls_key,
+		     c->tls_cert);
+	X509_free(x);
+	EVP_PKEY_free(k);
+	ERR_clear_error();
+}
+
 /* Whole-file checks, after the last line. */
 static void check_all(struct pctx *p)
 {
 	struct config *c = p->c;
+
+	check_tls(p);
 
 	for (size_t i = 0; i < c->nbackends; i++)
 		if (!c->backends[i].host[0])

@@ -112,6 +112,10 @@ struct config {
 	 * connection must not eat the server's max_prepared_stmt_count, 16382 by
 	 * default), and per client session (the proxy's memory) */
 	int max_prepared_per_connection, max_prepared_per_session;
+	/* R: PEM files (absolute paths; "" none): with a certificate, 6450
+	 * offers TLS; tls_ca checks client certificates that are sent */
+	char tls_cert[4096], tls_key[4096], tls_ca[4096];
+	bool require_secure_transport; /* R: a plain-text login gets ERR 3159 */
 
 	struct config_route *routes;
 	size_t nroutes;

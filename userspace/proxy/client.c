@@ -19,6 +19,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "proxy/tls.h"
+
 /* ---- output ---- */
 
 /* Whether to take the client's next command now: not while its output
@@ -46,14 +48,57 @@ static void client_update(struct client *c)
 	uint32_t ev =
 	    (client_reads(c) ? EPOLLIN | EPOLLRDHUP : 0) | (buf_used(&c->out) ? EPOLLOUT : 0);
 
+	if (c->tls_accepting)
+		ev = c->tls_want | EPOLLRDHUP;
+	else
+		ev |= c->tls_want;
+
 	ep_mod(c->w, c->fd, &c->events, ev, c);
+}
+
+/*
+ * The client's socket, in plain text or through its TLS connection: as
+ * recv(2) and send(2), a TLS call that must wait failing with EAGAIN. What
+ * it waits for is kept in tls_want (the other direction than the call's
+ * own, at times: TLS may have to write to read, or read to write).
+ */
+static ssize_t tls_io_done(struct client *c, ssize_t n, uint32_t own)
+{
+	c->tls_want = 0;
+	if (n >= 0)
+		return n;
+	if (n == TLS_WANT_READ || n == TLS_WANT_WRITE) {
+		uint32_t want = n == TLS_WANT_READ ? EPOLLIN : EPOLLOUT;
+
+		if (want != own)
+			c->tls_want = want;
+		errno = EAGAIN;
+	} else {
+		errno = ECONNRESET;
+	}
+	return -1;
+}
+
+static ssize_t client_recv(struct client *c, void *p, size_t n)
+{
+	if (!c->tls)
+		return recv(c->fd, p, n, 0);
+	return tls_io_done(c, tls_read(c->tls, p, n), EPOLLIN);
+}
+
+static ssize_t client_send_raw(struct client *c, const void *p, size_t n)
+{
+	if (!c->tls)
+		return send(c->fd, p, n, MSG_NOSIGNAL);
+	return tls_io_done(c, tls_write(c->tls, p, n), EPOLLOUT);
 }
 
 /* Writes what is queued; -1 when the client is gone. */
 int client_flush(struct client *c)
 {
-	while (buf_used(&c->out) > 0) {
-		ssize_t n = send(c->fd, c->out.d + c->out.off, buf_used(&c->out), MSG_NOSIGNAL);
+	/* nothing goes out in the middle of a TLS handshake */
+	while (buf_used(&c->out) > 0 && !c->tls_accepting) {
+		ssize_t n = client_send_raw(c, c->out.d + c->out.off, buf_used(&c->out));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -125,7 +170,10 @@ static int client_buf_reserve(struct client *c, struct buf *b, size_t more)
 /* The sequence id of the server's next packet in the client's state. */
 static uint8_t reply_seq(const struct client *c)
 {
-	return c->st == C_HANDSHAKE ? 2 : c->st == C_SWITCH ? 4 : 1;
+	/* the SSLRequest took one sequence id before the handshake response */
+	uint8_t tls = c->tls ? 1 : 0;
+
+	return c->st == C_HANDSHAKE ? 2 + tls : c->st == C_SWITCH ? 4 + tls : 1;
 }
 
 static void buffers_full(struct client *c)
@@ -504,7 +552,7 @@ static void send_handshake(struct client *c)
 	h.conn_id = atomic_fetch_add(&c->w->e->next_conn_id, 1);
 	memcpy(h.scramble, c->scramble, SCRAMBLE_LEN);
 	h.scramble_len = SCRAMBLE_LEN;
-	h.caps = PROXY_CAPS;
+	h.caps = PROXY_CAPS | (engine_tls_on(c->w->e) ? CAP_SSL : 0);
 	h.ext_caps = PROXY_EXT_CAPS;
 	h.charset = CHARSET_UTF8MB4;
 	h.status = SST_AUTOCOMMIT;
@@ -605,6 +653,21 @@ static void check_password(struct client *c, const uint8_t *reply, size_t n, uin
 	client_ok(c, seq);
 }
 
+/*
+ * The client asked for TLS (SSLRequest): its handshake runs from the
+ * client's events (tls_step) before anything else is read. Whatever came
+ * after the SSLRequest is TLS, so nothing past it was read (tls_preread).
+ */
+static bool tls_begin(struct client *c)
+{
+	c->tls = engine_tls_new(c->w->e, c->fd);
+	if (!c->tls)
+		return false;
+	c->tls_accepting = true;
+	c->tls_want = EPOLLIN;
+	return true;
+}
+
 static void client_auth(struct client *c, const uint8_t *p, size_t n, uint8_t seq)
 {
 	struct hs_response r;
@@ -615,10 +678,26 @@ static void client_auth(struct client *c, const uint8_t *p, size_t n, uint8_t se
 		check_password(c, p, n, (uint8_t)(seq + 1));
 		return;
 	}
-	if (hsr_parse(p, n, &r) < 0 || r.ssl_request) {
+	if (hsr_parse(p, n, &r) < 0) {
+		client_err(c, (uint8_t)(seq + 1), 1043, "08S01", "Bad handshake");
+		c->closing = true;
+		return;
+	}
+	if (r.ssl_request) {
+		if (!c->tls && tls_begin(c))
+			return;
 		client_err(c, (uint8_t)(seq + 1), 1043, "08S01",
-		           r.ssl_request ? "mysteer: TLS is not supported on 6450 yet"
-		                         : "Bad handshake");
+		           c->tls ? "Bad handshake"
+		                  : "mysteer: TLS is not configured on this port");
+		c->closing = true;
+		return;
+	}
+	if (!c->tls && atomic_load(&c->w->e->require_tls)) {
+		log_info("proxy: a plain-text login from %s refused: require_secure_transport = on",
+		         c->host);
+		client_err(c, (uint8_t)(seq + 1), 3159, "HY000",
+		           "Connections using insecure transport are prohibited while "
+		           "--require_secure_transport=ON.");
 		c->closing = true;
 		return;
 	}
@@ -819,11 +898,72 @@ void client_timeouts(struct client *c, uint64_t now)
 		client_close(c);
 }
 
+/* The TLS handshake goes on as far as the socket lets it; true when it is
+ * done (the handshake response is read next), false when it waits or the
+ * client was closed. */
+static bool tls_step(struct client *c)
+{
+	int r = tls_accept(c->tls);
+
+	if (r == TLS_WANT_READ || r == TLS_WANT_WRITE) {
+		c->tls_want = r == TLS_WANT_READ ? EPOLLIN : EPOLLOUT;
+		client_update(c);
+		return false;
+	}
+	if (r < 0) {
+		log_info("proxy: TLS handshake with %s failed", c->host);
+		client_close(c);
+		return false;
+	}
+	c->tls_accepting = false;
+	c->tls_want = 0;
+	log_debug("proxy: TLS with %s: %s %s", c->host, tls_version(c->tls), tls_cipher(c->tls));
+	return true;
+}
+
+/*
+ * How much to read now: before login on a port that offers TLS, one packet
+ * at a time (its header, then its payload), since the bytes after an
+ * SSLRequest are the TLS handshake, which must be left to OpenSSL.
+ */
+static size_t read_room(const struct client *c)
+{
+	size_t room = c->in.cap - c->in.len, have = buf_used(&c->in), need;
+
+	if (c->tls || c->st != C_HANDSHAKE || !engine_tls_on(c->w->e))
+		return room;
+	if (have < PKT_HDR)
+		need = PKT_HDR - have;
+	else
+		need = PKT_HDR +
+		       (c->in.d[c->in.off] | (size_t)c->in.d[c->in.off + 1] << 8 |
+		        (size_t)c->in.d[c->in.off + 2] << 16) -
+		       have;
+	return need < room ? need : room;
+}
+
 void client_event(struct client *c, uint32_t events)
 {
 	if (c->shedding) {
 		shed_event(c, events);
 		return;
+	}
+	if (c->tls_accepting) {
+		if (events & (EPOLLERR | EPOLLHUP)) {
+			client_close(c);
+			return;
+		}
+		if (!tls_step(c))
+			return;
+		/* the handshake response may have come with its last flight */
+		events = EPOLLIN;
+	}
+	/* a TLS read waited for the socket to take a write, or back */
+	if (c->tls_want) {
+		if ((c->tls_want & EPOLLOUT) && (events & EPOLLOUT))
+			events |= EPOLLIN;
+		if ((c->tls_want & EPOLLIN) && (events & EPOLLIN))
+			events |= EPOLLOUT;
 	}
 	if (events & EPOLLOUT) {
 		if (client_flush(c) < 0) {
@@ -863,7 +1003,10 @@ void client_event(struct client *c, uint32_t events)
 				client_close(c);
 			return;
 		}
-		ssize_t n = recv(c->fd, c->in.d + c->in.len, c->in.cap - c->in.len, 0);
+		size_t room = read_room(c);
+		if (room == 0)
+			break;
+		ssize_t n = client_recv(c, c->in.d + c->in.len, room);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -1042,6 +1185,8 @@ void client_close(struct client *c)
 		w->clients = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
+	tls_free(c->tls);
+	c->tls = NULL;
 	close(c->fd);
 	c->fd = -1;
 	c->dead = true;

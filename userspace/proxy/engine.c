@@ -30,10 +30,12 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <signal.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include "common/thread.h"
+#include "proxy/tls.h"
 
 static void reap(struct worker *w)
 {
@@ -179,7 +181,13 @@ static void worker_drain(struct worker *w)
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
+	sigset_t pipe;
 
+	/* OpenSSL writes a client's socket with write(2): a client gone is
+	 * EPIPE for this thread, not a SIGPIPE for the process */
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe, NULL);
 	while (!w->stop)
 		worker_once(w, loop_timeout(w));
 	worker_drain(w);
@@ -275,6 +283,44 @@ const struct user_table *worker_users(struct worker *w)
 	return w->users;
 }
 
+struct ssl_st *engine_tls_new(struct proxy_engine *e, int fd)
+{
+	struct ssl_st *s = NULL;
+
+	pthread_mutex_lock(&e->tls_mu);
+	if (e->tls_ctx)
+		s = tls_new(e->tls_ctx, fd);
+	pthread_mutex_unlock(&e->tls_mu);
+	return s;
+}
+
+bool engine_tls_on(struct proxy_engine *e)
+{
+	bool on;
+
+	pthread_mutex_lock(&e->tls_mu);
+	on = e->tls_ctx != NULL;
+	pthread_mutex_unlock(&e->tls_mu);
+	return on;
+}
+
+/* The TLS context of cfg replaces the one in use (sessions keep theirs).
+ * A context that cannot be made leaves the old one, said in err. */
+static int tls_apply(struct proxy_engine *e, const struct config *cfg, char *err, size_t errlen)
+{
+	struct ssl_ctx_st *ctx = tls_ctx_new(cfg, err, errlen), *old;
+
+	if (!ctx && err[0])
+		return -1;
+	pthread_mutex_lock(&e->tls_mu);
+	old = e->tls_ctx;
+	e->tls_ctx = ctx;
+	pthread_mutex_unlock(&e->tls_mu);
+	tls_ctx_free(old);
+	atomic_store(&e->require_tls, ctx && cfg->require_secure_transport);
+	return 0;
+}
+
 /* The keys reload applies at once. */
 static void apply_settings(struct proxy_engine *e, const struct config *cfg)
 {
@@ -299,7 +345,13 @@ void proxy_engine_reload(struct proxy_engine *e, const struct config *cfg)
 	struct user_table *t = users_new(cfg), *old;
 	char diff[512];
 
+	char tls_err[512];
+
 	apply_settings(e, cfg);
+	if (tls_apply(e, cfg, tls_err, sizeof(tls_err)) < 0)
+		log_error("%s: TLS stays as it was", tls_err);
+	else if (cfg->tls_cert[0])
+		log_info("proxy: TLS certificate loaded from %s", cfg->tls_cert);
 	if (!t) {
 		log_error("proxy: reload: out of memory: the users stay as they were");
 		return;
@@ -346,6 +398,8 @@ void proxy_engine_stop(struct proxy_engine *e)
 	free(e->workers);
 	users_put(e->users);
 	pthread_mutex_destroy(&e->users_mu);
+	tls_ctx_free(e->tls_ctx);
+	pthread_mutex_destroy(&e->tls_mu);
 	free(e);
 }
 
@@ -428,6 +482,11 @@ static struct proxy_engine *engine_new(const struct config *cfg, int n, char *er
 		return NULL;
 	}
 	pthread_mutex_init(&e->users_mu, NULL);
+	pthread_mutex_init(&e->tls_mu, NULL);
+	if (tls_apply(e, cfg, err, errlen) < 0) {
+		proxy_engine_stop(e);
+		return NULL;
+	}
 	e->users = users_new(cfg);
 	e->max_clients = cfg->max_client_connections;
 	e->handshake_timeout_ms = cfg->handshake_timeout_ms;

@@ -53,10 +53,10 @@
  * serve a session with the same one without a reset) only up to this. */
 #define HIST_IMAGE_MAX (64u << 10)
 /* a session gets back the connection it parked this recently (pool_take) */
-#define AFFINITY_MS   5
-#define MAX_RETRIES   2
-#define SWEEP_MS      250
-#define PROXY_MAX_IDS TOPO_MAX_IDS
+#define AFFINITY_MS    5
+#define MAX_RETRIES    2
+#define SWEEP_MS       250
+#define PROXY_MAX_IDS  TOPO_MAX_IDS
 #define PS_KEY_BUCKETS 256
 /* A worker's oldest waiter ticket for a backend when none of its sessions
  * waits for it (struct worker, oldest). */
@@ -176,6 +176,13 @@ struct client {
 	struct client *prev, *next;
 	uint64_t deadline_ms;
 	struct buf in, out;
+	/* TLS (tls.c): the client's connection once it sent an SSLRequest;
+	 * until its handshake is done (tls_accepting) nothing else is read
+	 * or written; tls_want: the epoll events a read or write of it waits
+	 * for besides the usual ones (a read that must write, or back) */
+	struct ssl_st *tls;
+	bool tls_accepting;
+	uint32_t tls_want;
 	/* client_idle_timeout_s counts from active_ms: its last bytes, or the
 	 * end of its last command; client_packet_timeout_ms from pkt_since_ms:
 	 * when the packet it is sending started to come (0: none) */
@@ -393,6 +400,11 @@ struct proxy_engine {
 	 * it. One word, so a release and a reset cannot interleave. */
 	_Atomic uint64_t be_readers[PROXY_MAX_IDS];
 	struct proxy_routines *routines;
+	/* the TLS context of [proxy] tls_cert (NULL: no TLS offered), replaced
+	 * by reload under tls_mu; a session holds its own reference */
+	struct ssl_ctx_st *tls_ctx;
+	pthread_mutex_t tls_mu;
+	_Atomic bool require_tls; /* require_secure_transport */
 #ifdef MYSTEER_ENGINE_TEST
 	/* engine_test.h: backend connections come from here */
 	int (*test_connect)(void *arg, const struct topo_backend *be);
@@ -757,5 +769,10 @@ void accept_clients(struct worker *w, struct listener *l);
 /* A session on fd, accepted from ss: NULL when refused (fd closed). */
 struct client *client_adopt(struct worker *w, int fd, const struct sockaddr_storage *ss);
 void accept_resume(struct worker *w);
+
+/* engine.c: a TLS connection for a client's socket, of the context now;
+ * NULL when TLS is not configured (or out of memory) */
+struct ssl_st *engine_tls_new(struct proxy_engine *e, int fd);
+bool engine_tls_on(struct proxy_engine *e);
 
 #endif
