@@ -94,6 +94,14 @@ struct {
 } sk_mark SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, MS_HANDOFF_ENTRIES);
+	__type(key, struct ms_conn_key);
+	__type(value, struct ms_handoff_mark);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} handoff_mark SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);

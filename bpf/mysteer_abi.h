@@ -63,6 +63,7 @@
 #define MS_MAP_EVENTS    "steer_events"
 #define MS_MAP_SK_MARK   "sk_mark"
 #define MS_MAP_CFG       "steer_cfg"
+#define MS_MAP_HANDOFF   "handoff_mark"
 
 /* Families as in the kernel (AF_INET 2, AF_INET6 10). */
 #define MS_AF_INET  2
@@ -181,6 +182,31 @@ struct ms_sk_mark {
 	__u32 flags;
 	__u32 pad;
 	struct ms_endpoint vip; /* what the application connected to */
+};
+
+/*
+ * handoff_mark: connections sk_lookup handed to a local server's own
+ * listener, by their 4-tuple as the server's socket sees it (local: the VIP
+ * and service port; remote: the client), so that close-on-demote finds the
+ * server's side of them (the client may be on another host). An LRU hash:
+ * an entry outlives its connection until evicted or overwritten by the next
+ * connection with that tuple; a connection whose entry was evicted (more than
+ * MS_HANDOFF_ENTRIES handed over since) is not closed on demote.
+ * An IPv4 client of a dual-stack listener is keyed as IPv4.
+ */
+#define MS_HANDOFF_ENTRIES 65536
+struct ms_conn_key {
+	__u16 family;
+	__u16 lport; /* network order */
+	__u16 rport; /* network order */
+	__u16 pad;
+	__u8 laddr[16];
+	__u8 raddr[16];
+};
+
+struct ms_handoff_mark {
+	__u32 backend_id;
+	__u32 route_id;
 };
 
 /* steer_cfg flags */

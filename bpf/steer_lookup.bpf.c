@@ -19,7 +19,9 @@ char LICENSE[] SEC("license") = "GPL";
 #define IPPROTO_TCP_ 6
 #define AF_INET6_    10
 
-static __always_inline int assign_from(struct bpf_sk_lookup *ctx, void *map, __u32 slot)
+/* Assigns the socket in slot of map; *port: its local port (host order). */
+static __always_inline int assign_from(struct bpf_sk_lookup *ctx, void *map, __u32 slot,
+                                       __u32 *port)
 {
 	struct bpf_sock *sk;
 	long err;
@@ -27,16 +29,56 @@ static __always_inline int assign_from(struct bpf_sk_lookup *ctx, void *map, __u
 	sk = bpf_map_lookup_elem(map, &slot);
 	if (!sk)
 		return -1;
+	*port = sk->src_port;
 	err = bpf_sk_assign(ctx, sk, 0);
 	bpf_sk_release(sk);
 	return err ? -1 : 0;
 }
 
-static __always_inline int assign_slot(struct bpf_sk_lookup *ctx, __u32 slot)
+static __always_inline int assign_slot(struct bpf_sk_lookup *ctx, __u32 slot, __u32 *port)
 {
-	if (ctx->family == AF_INET6_ && assign_from(ctx, &steer_sockmap6, slot) == 0)
+	if (ctx->family == AF_INET6_ && assign_from(ctx, &steer_sockmap6, slot, port) == 0)
 		return 0;
-	return assign_from(ctx, &steer_sockmap, slot);
+	return assign_from(ctx, &steer_sockmap, slot, port);
+}
+
+/*
+ * Remembers which backend and route a connection handed to a server's own
+ * listener belongs to (handoff_mark), for close-on-demote: the listener is
+ * the server's when it listens on the backend's port (a relay listener has
+ * an ephemeral port; the relay closes its own pairs). Otherwise an entry a
+ * former connection of this tuple left goes.
+ */
+static __always_inline void mark_handoff(struct bpf_sk_lookup *ctx, struct ms_service_key *svc,
+                                         __u32 be, __u32 route_id, __u32 lport)
+{
+	struct ms_handoff_mark m = {.backend_id = be, .route_id = route_id};
+	struct ms_conn_key k = {};
+	struct ms_backend *b = NULL;
+
+	k.family = svc->family;
+	k.lport = svc->port;
+	k.rport = ctx->remote_port;
+	__builtin_memcpy(k.laddr, svc->addr, 16);
+	if (ctx->family == AF_INET6_) {
+		__u32 ip6[4];
+
+		ip6[0] = ctx->remote_ip6[0];
+		ip6[1] = ctx->remote_ip6[1];
+		ip6[2] = ctx->remote_ip6[2];
+		ip6[3] = ctx->remote_ip6[3];
+		__builtin_memcpy(k.raddr, ip6, 16);
+	} else {
+		__u32 ip4 = ctx->remote_ip4;
+
+		__builtin_memcpy(k.raddr, &ip4, 4);
+	}
+	if (be < MS_MAX_BACKENDS)
+		b = bpf_map_lookup_elem(&backends, &be);
+	if (b && lport == bpf_ntohs(b->ep.port))
+		bpf_map_update_elem(&handoff_mark, &k, &m, BPF_ANY);
+	else
+		bpf_map_delete_elem(&handoff_mark, &k);
 }
 
 SEC("sk_lookup")
@@ -46,7 +88,7 @@ int ms_sk_lookup(struct bpf_sk_lookup *ctx)
 	struct ms_route *rt;
 	struct ms_counters *c;
 	struct ms_cfg *cfg;
-	__u32 gen, be, route_id = 0;
+	__u32 gen, be, route_id = 0, lport = 0;
 
 	if (ctx->protocol != IPPROTO_TCP_)
 		return SK_PASS;
@@ -79,15 +121,17 @@ int ms_sk_lookup(struct bpf_sk_lookup *ctx)
 		return SK_PASS;
 
 	be = ms_pick_backend(rt, cfg);
-	if (be < MS_MAX_BACKENDS && assign_slot(ctx, be) == 0) {
+	if (be < MS_MAX_BACKENDS && assign_slot(ctx, be, &lport) == 0) {
 		c = ms_counters_get(be);
 		if (c)
 			__sync_fetch_and_add(&c->steered, 1);
+		mark_handoff(ctx, &key, be, route_id, lport);
 		return SK_PASS;
 	}
 	/* No target, or its socket is missing (a local server restarting):
 	 * the error listener answers with a MySQL error naming the reason
 	 * rather than leaving the client to a reset. */
-	assign_slot(ctx, MS_SOCKMAP_ERR(route_id));
+	mark_handoff(ctx, &key, MS_NO_BACKEND, route_id, 0);
+	assign_slot(ctx, MS_SOCKMAP_ERR(route_id), &lport);
 	return SK_PASS;
 }

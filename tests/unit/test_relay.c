@@ -348,6 +348,64 @@ START_TEST(refused_backend_resets_client)
 }
 END_TEST
 
+/* Close-on-demote: relay_close_pairs ends (with a reset) exactly the pairs
+ * of that listener and service port, on every thread; the others go on. */
+START_TEST(close_pairs_of_one_listener)
+{
+	enum { N = 6 };
+	char err[128];
+	struct relay *r = relay_new(modes[_i], 3, err, sizeof(err));
+	ck_assert_msg(r != NULL, "%s", err);
+	struct sockaddr_in be, la[2];
+	int bl = listen_lo(&be), c[N], s[N];
+	for (int k = 0; k < 2; k++) {
+		socklen_t len = sizeof(la[k]);
+		int lfd =
+		    relay_set_backend(r, 10 + k, "127.0.0.1", (struct sockaddr *)&be, sizeof(be));
+		ck_assert_int_ge(lfd, 0);
+		ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&la[k], &len), 0);
+	}
+	for (int i = 0; i < N; i++) { /* even: listener 10, odd: 11 */
+		c[i] = socket(AF_INET, SOCK_STREAM, 0);
+		ck_assert_int_eq(connect(c[i], (struct sockaddr *)&la[i % 2], sizeof(la[0])), 0);
+		s[i] = accept(bl, NULL, NULL);
+		ck_assert_int_ge(s[i], 0);
+	}
+	struct relay_stats st;
+	relay_get_stats(r, &st);
+	for (int t = 0; t < 300 && st.active < N; t++) {
+		usleep(10000);
+		relay_get_stats(r, &st);
+	}
+	ck_assert_uint_eq(st.active, N);
+	/* Another service port: nothing. */
+	relay_close_pairs(r, 10, (uint16_t)(ntohs(la[0].sin_port) + 1));
+	relay_close_pairs(r, 10, ntohs(la[0].sin_port));
+	for (int i = 0; i < N; i += 2) {
+		struct pollfd pfd = {.fd = c[i], .events = POLLIN};
+		char b;
+		ck_assert_int_eq(poll(&pfd, 1, 5000), 1);
+		errno = 0;
+		ck_assert_int_eq(read(c[i], &b, 1), -1);
+		ck_assert_int_eq(errno, ECONNRESET);
+	}
+	for (int i = 1; i < N; i += 2) {
+		char in[4] = {0};
+		ck_assert_int_eq(write(c[i], "ping", 4), 4);
+		ck_assert_int_eq(read(s[i], in, 4), 4);
+		ck_assert_int_eq(memcmp(in, "ping", 4), 0);
+	}
+	relay_get_stats(r, &st);
+	ck_assert_uint_eq(st.active, N / 2);
+	for (int i = 0; i < N; i++) {
+		close(c[i]);
+		close(s[i]);
+	}
+	close(bl);
+	relay_free(r);
+}
+END_TEST
+
 START_TEST(mode_names)
 {
 	ck_assert_int_eq(relay_mode_parse("copy"), RELAY_COPY);
@@ -369,6 +427,7 @@ int main(void)
 	tcase_add_loop_test(tc, listener_relays_to_backend, 0, 2);
 	tcase_add_loop_test(tc, listener_pairs_on_every_thread, 0, 2);
 	tcase_add_loop_test(tc, refused_backend_resets_client, 0, 2);
+	tcase_add_loop_test(tc, close_pairs_of_one_listener, 0, 2);
 	tcase_add_test(tc, mode_names);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);

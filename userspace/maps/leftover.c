@@ -34,8 +34,9 @@ const char *const leftover_link_names[] = {
 const size_t leftover_nlink_names = sizeof(leftover_link_names) / sizeof(leftover_link_names[0]);
 
 const char *const leftover_map_names[] = {
-    MS_MAP_SERVICES, MS_MAP_BACKENDS, MS_MAP_ROUTE_SEL, MS_MAP_ACTIVE_GEN, MS_MAP_COUNTERS,
-    MS_MAP_SOCKMAP,  MS_MAP_SOCKMAP6, MS_MAP_EVENTS,    MS_MAP_SK_MARK,    MS_MAP_CFG,
+    MS_MAP_SERVICES, MS_MAP_BACKENDS, MS_MAP_ROUTE_SEL, MS_MAP_ACTIVE_GEN,
+    MS_MAP_COUNTERS, MS_MAP_SOCKMAP,  MS_MAP_SOCKMAP6,  MS_MAP_EVENTS,
+    MS_MAP_SK_MARK,  MS_MAP_CFG,      MS_MAP_HANDOFF,
 };
 const size_t leftover_nmap_names = sizeof(leftover_map_names) / sizeof(leftover_map_names[0]);
 

@@ -107,6 +107,16 @@ int maps_prepare_bpffs(const char *dir, char *err, size_t errlen);
 size_t maps_hold_writer(const struct maps_image *new_img, const struct topology *cur,
                         uint32_t mask[MS_MAX_BACKENDS], uint32_t held[MS_MAX_BACKENDS]);
 
+/*
+ * Close-on-demote for connections that no eBPF program can close: after a
+ * publish whose close mask (maps_close_mask) is not empty, fn gets that mask
+ * and, per route id, the route's service port (host order; 0: no route).
+ * Called on the controller thread; one hook (the relay's), NULL removes it.
+ */
+typedef void (*maps_demote_fn)(const uint32_t mask[MS_MAX_BACKENDS],
+                               const uint16_t port[MS_ROUTE_SLOTS], void *arg);
+void maps_on_demote(maps_demote_fn fn, void *arg);
+
 /* The MySQL ERR packet the error listener sends (sequence 0), into buf.
  * Returns its length. */
 size_t maps_err_packet(uint8_t *buf, size_t len, uint16_t code, const char *msg);

@@ -106,6 +106,8 @@ struct steer {
 	 * id: bit = route id (maps_hold_writer) */
 	uint32_t held[MS_MAX_BACKENDS];
 	int counters_fd;
+	maps_demote_fn demote_fn; /* the relay's close of its pairs */
+	void *demote_arg;
 };
 
 static struct steer S = {.cgroup_fd = -1, .lock_fd = -1, .counters_fd = -1};
@@ -316,13 +318,12 @@ static int attach_all(char *err, size_t errlen)
 	    S.conn->progs.ms_getpeername6, S.ops->progs.ms_sockops,
 	};
 
-	if (S.cgroup_fd < 0)
-		return 0; /* maps only, for sk_lookup */
-	for (int i = 0; i < L_COUNT; i++) {
+	for (int i = 0; i < L_COUNT && S.cgroup_fd >= 0; i++) {
 		S.links[i] = attach_one(progs[i], link_names[i], err, errlen);
 		if (!S.links[i])
 			return -1;
 	}
+	/* Also without connect steering: it closes handed-over connections. */
 	S.iter_link = bpf_program__attach_iter(S.iter->progs.ms_close_iter, NULL);
 	if (!S.iter_link) {
 		snprintf(err, errlen, "attach tcp iterator: %s", strerror(errno));
@@ -694,6 +695,22 @@ static void set_reasons(const struct maps_image *img)
 	}
 }
 
+void maps_on_demote(maps_demote_fn fn, void *arg)
+{
+	S.demote_fn = fn;
+	S.demote_arg = arg;
+}
+
+/* Tells the relay what to close: the mask, and each route id's port. */
+static void demote_hook(const uint32_t mask[MS_MAX_BACKENDS], const struct maps_image *old)
+{
+	uint16_t port[MS_ROUTE_SLOTS];
+
+	for (int r = 0; r < MS_ROUTE_SLOTS; r++)
+		port[r] = (old->routes[r].flags & MS_RT_PRESENT) ? old->routes[r].port : 0;
+	S.demote_fn(mask, port, S.demote_arg);
+}
+
 /* Runs the iterator once with this mask: destroys the matching sockets. */
 static void close_on_demote(const uint32_t mask[MS_MAX_BACKENDS])
 {
@@ -797,7 +814,7 @@ static void publish(const struct topology *t, void *arg)
 		          (unsigned long long)t->generation);
 		return;
 	}
-	closing = cfg->close_on_demote && S.iter_link;
+	closing = cfg->close_on_demote;
 	/* A failover while no daemon ran: what the predecessor steered to the
 	 * old writer is known only from its maps, so read them before ours. */
 	if (S.adopted && closing && !S.last) {
@@ -843,6 +860,9 @@ static void publish(const struct topology *t, void *arg)
 		nclose = maps_hold_writer(img, t, mask, S.held);
 	if (nclose)
 		close_on_demote(mask);
+	/* Relay pairs are this daemon's own: they carry its ids. */
+	if (nclose && S.last && S.demote_fn)
+		demote_hook(mask, S.last);
 	free(adopted);
 	free(S.last);
 	S.last = img;

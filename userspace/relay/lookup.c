@@ -333,6 +333,22 @@ static void sync_slots(const struct topology *t)
 			drop_backend(id);
 }
 
+/* Close-on-demote of relay pairs: the relay closes its own (maps_on_demote). */
+static void on_demote(const uint32_t mask[MS_MAX_BACKENDS], const uint16_t port[MS_ROUTE_SLOTS],
+                      void *arg)
+{
+	for (uint32_t id = 0; id < MS_MAX_BACKENDS && S.relay; id++) {
+		if (!mask[id] || S.slots[id].kind != SLOT_RELAY)
+			continue;
+		for (uint32_t r = 0; r < MS_ROUTE_SLOTS && r < 32; r++) {
+			if (!(mask[id] & (1u << r)) || !port[r])
+				continue;
+			relay_close_pairs(S.relay, id, port[r]);
+			relay_close_pairs(S.relay, id | RELAY6, port[r]);
+		}
+	}
+}
+
 static void on_topology(const struct topology *t, void *arg)
 {
 	if (!S.running)
@@ -434,6 +450,7 @@ static void lookup_stop(struct daemon_ctx *d, bool keep)
 	bool was = S.running;
 
 	S.running = false;
+	maps_on_demote(NULL, NULL);
 	if (S.timer && S.d && S.d->loop)
 		evloop_del_timer(S.d->loop, S.timer);
 	S.timer = 0;
@@ -506,6 +523,7 @@ static int lookup_start(struct daemon_ctx *d, char *err, size_t errlen)
 		S.subscribed = true;
 	}
 	S.timer = evloop_add_timer(d->loop, cfg->interval_ms, on_timer, NULL);
+	maps_on_demote(on_demote, NULL);
 	log_info("lookup: sk_lookup on this netns, relay %s on %s, local_handoff %s",
 	         relay_mode_name(relay_default_mode()), cfg->relay_address,
 	         cfg->local_handoff ? "on" : "off");

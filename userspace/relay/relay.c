@@ -52,8 +52,12 @@ struct dir {
 	bool fin_seen;    /* poll reported RDHUP: read on until EOF */
 };
 
+#define NO_LISTENER UINT32_MAX
+
 struct pair {
-	int fd[2]; /* 0: client, 1: backend */
+	int fd[2];         /* 0: client, 1: backend */
+	uint32_t listener; /* the listener id it came from, NO_LISTENER: none */
+	uint16_t lport;    /* the client's local (service) port, host order */
 	struct side side[2];
 	struct dir dir[2];
 	bool dead, queued;
@@ -69,6 +73,19 @@ struct listener {
 	socklen_t dstlen;
 };
 
+/* A pair handed to a thread. */
+struct incoming {
+	int fd[2];
+	uint32_t listener;
+	uint16_t lport;
+};
+
+/* Pairs of this listener and service port (0: any) to end. */
+struct close_req {
+	uint32_t listener;
+	uint16_t lport;
+};
+
 struct relay {
 	enum relay_mode mode;
 	int ep, wake_fd;
@@ -78,8 +95,10 @@ struct relay {
 	pthread_mutex_t mu; /* listeners, incoming */
 	struct listener *ls;
 	size_t nls, capls;
-	int (*incoming)[2];
+	struct incoming *incoming;
 	size_t nin, capin;
+	struct close_req *closing; /* relay_close_pairs, for the thread */
+	size_t nclosing, capclosing;
 
 	/* relay thread only */
 	struct pair *pairs;
@@ -364,7 +383,7 @@ static void pair_event(struct relay *r, struct pair *p, int idx, uint32_t ev)
 	pair_pump(r, p);
 }
 
-static int pair_start(struct relay *r, int cfd, int bfd)
+static int pair_start(struct relay *r, int cfd, int bfd, uint32_t listener, uint16_t lport)
 {
 	struct pair *p = calloc(1, sizeof(*p));
 
@@ -372,6 +391,8 @@ static int pair_start(struct relay *r, int cfd, int bfd)
 		return -1;
 	p->fd[0] = cfd;
 	p->fd[1] = bfd;
+	p->listener = listener;
+	p->lport = lport;
 	for (int i = 0; i < 2; i++) {
 		p->side[i].p = p;
 		p->side[i].idx = i;
@@ -429,17 +450,33 @@ static int connect_backend(const struct sockaddr_storage *dst, socklen_t len)
 	return fd;
 }
 
-static int queue_pair(struct relay *r, int cfd, int bfd);
+static int queue_pair(struct relay *r, int cfd, int bfd, uint32_t listener, uint16_t lport);
 
 /* Pairs go to the threads in turn: a thread of its own per core keeps one
  * busy pair, or one preempted thread, from holding up the others. */
-static int deal_pair(struct relay *r, int cfd, int bfd)
+static int deal_pair(struct relay *r, int cfd, int bfd, uint32_t listener, uint16_t lport)
 {
 	size_t k = r->next_shard++ % (r->nshards + 1);
 
 	if (k == 0)
-		return pair_start(r, cfd, bfd);
-	return queue_pair(r->shards[k - 1], cfd, bfd);
+		return pair_start(r, cfd, bfd, listener, lport);
+	return queue_pair(r->shards[k - 1], cfd, bfd, listener, lport);
+}
+
+/* The local port of an accepted socket: the service port sk_lookup took it
+ * from, which tells the route. */
+static uint16_t local_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len))
+		return 0;
+	if (ss.ss_family == AF_INET)
+		return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return 0;
 }
 
 static void accept_on(struct relay *r, uint32_t id)
@@ -470,7 +507,7 @@ static void accept_on(struct relay *r, uint32_t id)
 			close(cfd);
 			continue;
 		}
-		if (deal_pair(r, cfd, bfd) < 0) {
+		if (deal_pair(r, cfd, bfd, id, local_port(cfd)) < 0) {
 			close(cfd);
 			close(bfd);
 		}
@@ -591,7 +628,8 @@ size_t relay_backend_ids(struct relay *r, uint32_t *ids, size_t max)
 
 /* Hands a pair to r's thread. -1 (the fds still the caller's) only when it
  * could not be queued. */
-static int queue_pair(struct relay *r, int fd_client, int fd_backend)
+static int queue_pair(struct relay *r, int fd_client, int fd_backend, uint32_t listener,
+                      uint16_t lport)
 {
 	pthread_mutex_lock(&r->mu);
 	if (r->nin == r->capin) {
@@ -604,8 +642,10 @@ static int queue_pair(struct relay *r, int fd_client, int fd_backend)
 		r->incoming = n;
 		r->capin = cap;
 	}
-	r->incoming[r->nin][0] = fd_client;
-	r->incoming[r->nin][1] = fd_backend;
+	r->incoming[r->nin].fd[0] = fd_client;
+	r->incoming[r->nin].fd[1] = fd_backend;
+	r->incoming[r->nin].listener = listener;
+	r->incoming[r->nin].lport = lport;
 	r->nin++;
 	pthread_mutex_unlock(&r->mu);
 	uint64_t one = 1;
@@ -622,7 +662,64 @@ int relay_add_pair(struct relay *r, int fd_client, int fd_backend)
 	pthread_mutex_lock(&r->mu);
 	size_t k = r->next_shard++ % (r->nshards + 1);
 	pthread_mutex_unlock(&r->mu);
-	return queue_pair(k ? r->shards[k - 1] : r, fd_client, fd_backend);
+	return queue_pair(k ? r->shards[k - 1] : r, fd_client, fd_backend, NO_LISTENER, 0);
+}
+
+static void close_request(struct relay *r, uint32_t listener, uint16_t lport)
+{
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&r->mu);
+	if (r->nclosing == r->capclosing) {
+		size_t cap = r->capclosing ? r->capclosing * 2 : 8;
+		void *n = realloc(r->closing, cap * sizeof(*r->closing));
+		if (!n) {
+			pthread_mutex_unlock(&r->mu);
+			log_error("relay: out of memory: relayed connections of listener %u not "
+			          "closed on demote",
+			          listener);
+			return;
+		}
+		r->closing = n;
+		r->capclosing = cap;
+	}
+	r->closing[r->nclosing].listener = listener;
+	r->closing[r->nclosing].lport = lport;
+	r->nclosing++;
+	pthread_mutex_unlock(&r->mu);
+	if (write(r->wake_fd, &one, sizeof(one)) != sizeof(one))
+		log_warn("relay: waking a relay thread: %s", strerror(errno));
+}
+
+void relay_close_pairs(struct relay *r, uint32_t id, uint16_t lport)
+{
+	close_request(r, id, lport);
+	for (size_t i = 0; i < r->nshards; i++)
+		close_request(r->shards[i], id, lport);
+}
+
+/* The close requests queued for this thread (under r->mu): every pair that
+ * matches one is ended with a reset, so its client sees an error at once. */
+static void run_close_requests(struct relay *r)
+{
+	size_t n = 0;
+
+	if (!r->nclosing)
+		return;
+	for (struct pair *p = r->pairs, *next; p; p = next) {
+		next = p->next;
+		for (size_t i = 0; i < r->nclosing; i++) {
+			const struct close_req *c = &r->closing[i];
+			if (p->listener == c->listener && (!c->lport || c->lport == p->lport)) {
+				pair_kill(r, p, true);
+				n++;
+				break;
+			}
+		}
+	}
+	if (n)
+		log_info("relay: closed %zu relayed connection(s) on demote", n);
+	r->nclosing = 0;
 }
 
 static void stats_add(struct relay_stats *s, struct relay *r)
@@ -651,12 +748,14 @@ static void take_incoming(struct relay *r)
 	(void)!read(r->wake_fd, &v, sizeof(v));
 	pthread_mutex_lock(&r->mu);
 	for (size_t i = 0; i < r->nin; i++) {
-		if (pair_start(r, r->incoming[i][0], r->incoming[i][1]) < 0) {
-			close(r->incoming[i][0]);
-			close(r->incoming[i][1]);
+		struct incoming *in = &r->incoming[i];
+		if (pair_start(r, in->fd[0], in->fd[1], in->listener, in->lport) < 0) {
+			close(in->fd[0]);
+			close(in->fd[1]);
 		}
 	}
 	r->nin = 0;
+	run_close_requests(r);
 	pthread_mutex_unlock(&r->mu);
 }
 
@@ -802,11 +901,12 @@ void relay_free(struct relay *r)
 	for (size_t i = 0; i < r->nls; i++)
 		close(r->ls[i].fd);
 	for (size_t i = 0; i < r->nin; i++) {
-		close(r->incoming[i][0]);
-		close(r->incoming[i][1]);
+		close(r->incoming[i].fd[0]);
+		close(r->incoming[i].fd[1]);
 	}
 	free(r->ls);
 	free(r->incoming);
+	free(r->closing);
 	if (r->ep >= 0)
 		close(r->ep);
 	if (r->wake_fd >= 0)

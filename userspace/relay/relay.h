@@ -71,6 +71,11 @@ size_t relay_backend_ids(struct relay *r, uint32_t *ids, size_t max);
  * Thread-safe; used by the benchmark and the tests. Returns 0 or -1. */
 int relay_add_pair(struct relay *r, int fd_client, int fd_backend);
 
+/* Ends, with a reset, the pairs accepted on listener id whose client
+ * connected to local port lport (0: any): close-on-demote. Thread-safe; done
+ * by each relay thread at its next wakeup. */
+void relay_close_pairs(struct relay *r, uint32_t id, uint16_t lport);
+
 void relay_get_stats(struct relay *r, struct relay_stats *s);
 
 #endif
