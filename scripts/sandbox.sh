@@ -21,7 +21,8 @@
 # the data unless SANDBOX_KEEP=1. Each server runs in a session of its own
 # unless SANDBOX_SETSID=0 (see start_server). The servers listen on 127.0.0.1
 # and ::1, and on the addresses in SANDBOX_BIND (a comma-separated list, for a
-# test's own veth address), never on every interface.
+# test's own veth address), never on every interface; SANDBOX_LOOPBACK=127.0.0.1
+# makes them IPv4-only.
 #
 # `up` also makes a test CA and certificates with openssl into $DIR/tls (never
 # committed; `certs` makes them alone): ca.pem, server-cert.pem and
@@ -40,7 +41,8 @@ PORTS=("$BASE" $((BASE + 1)) $((BASE + 2)))
 # Loopback only, never every interface of the host: its users (app/app,
 # mysteer/mysteer, haproxy without password) are for the sandbox alone. A
 # test that needs its own veth address adds it (comma-separated).
-BIND=127.0.0.1,::1${SANDBOX_BIND:+,$SANDBOX_BIND}
+# SANDBOX_LOOPBACK replaces the loopback pair (127.0.0.1: IPv4-only servers).
+BIND=${SANDBOX_LOOPBACK:-127.0.0.1,::1}${SANDBOX_BIND:+,$SANDBOX_BIND}
 MARIADBD=${MARIADBD:-$(command -v mariadbd || echo /usr/sbin/mariadbd)}
 
 die() { echo "sandbox: $*" >&2; exit 1; }

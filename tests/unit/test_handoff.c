@@ -39,6 +39,9 @@ START_TEST(parse_v4_and_v6_lines)
 	ck_assert_uint_eq(ntohs(s4->sin_port), 3306);
 	ck_assert_int_eq(st, 0x0A);
 	ck_assert_uint_eq(ino, 123456);
+	uid_t uid = 0;
+	ck_assert_int_eq(handoff_parse_line_uid(v4, false, &ss, &st, &ino, &uid), 0);
+	ck_assert_uint_eq(uid, 106);
 
 	const char *v6 = "   0: 00000000000000000000000001000000:0CEB "
 	                 "00000000000000000000000000000000:0000 0A 00000000:00000000 "
@@ -102,6 +105,19 @@ START_TEST(takes_listener_from_owner)
 	ck_assert_int_ne(copy, l);
 	ck_assert_uint_eq(handoff_sock_cookie(copy), handoff_sock_cookie(l));
 	close(copy);
+	/* Only the owner's: ours is taken for our uid and not for another. */
+	uid_t uid = 12345;
+	long other = -2;
+	copy = handoff_take_listener_uid((struct sockaddr *)&ss, (long)getuid(), &uid, &other);
+	ck_assert_int_ge(copy, 0);
+	ck_assert_uint_eq(uid, getuid());
+	ck_assert_int_eq(other, -1);
+	close(copy);
+	ck_assert_int_eq(
+	    handoff_take_listener_uid((struct sockaddr *)&ss, (long)getuid() + 1, &uid, &other),
+	    -1);
+	ck_assert_int_eq(errno, EPERM);
+	ck_assert_int_eq(other, (long)getuid());
 	close(l);
 	/* Nobody listens there any more. */
 	ck_assert_int_eq(handoff_take_listener((struct sockaddr *)&ss), -1);

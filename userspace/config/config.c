@@ -349,6 +349,7 @@ static const struct keydef keydefs[] = {
     {SEC_STEER, "reader_policy", K_RPOL, F(reader_policy), 0, 0},
     {SEC_STEER, "close_on_demote", K_BOOL, F(close_on_demote), 0, 0},
     {SEC_STEER, "relay_address", K_IP, F(relay_address), 0, 0},
+    {SEC_STEER, "connect_timeout_ms", K_INT, F(connect_timeout_ms), 1, 3600000},
 
     {SEC_PROXY, "bind", K_BIND, 0, 0, 0, 0},
     {SEC_PROXY, "workers", K_INT, F(workers), 0, 1024},
@@ -1096,6 +1097,7 @@ static void set_defaults(struct config *c)
 	c->reader_policy = READER_POLICY_RANDOM;
 	c->close_on_demote = true;
 	strcpy(c->relay_address, "127.0.0.1");
+	c->connect_timeout_ms = 3000;
 
 	parse_ip("127.0.0.1", &c->binds[0]);
 	parse_ip("::1", &c->binds[1]);

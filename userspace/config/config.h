@@ -88,6 +88,7 @@ struct config {
 	enum reader_policy reader_policy;
 	bool close_on_demote;
 	char relay_address[64];
+	int connect_timeout_ms; /* R: the relay's connect to a backend */
 
 	/* [proxy] */
 	struct sockaddr_storage binds[CONFIG_MAX_BINDS]; /* port 0: the split route's */

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -42,14 +43,23 @@ static int hexword(const char *s, uint32_t *out)
 int handoff_parse_line(const char *line, bool v6, struct sockaddr_storage *local, int *state,
                        unsigned long *inode)
 {
+	uid_t uid;
+
+	return handoff_parse_line_uid(line, v6, local, state, inode, &uid);
+}
+
+int handoff_parse_line_uid(const char *line, bool v6, struct sockaddr_storage *local, int *state,
+                           unsigned long *inode, uid_t *uid)
+{
 	char addr[80];
-	unsigned port, st;
+	unsigned port, st, u;
 	unsigned long ino;
 
 	/* sl local rem st tx:rx tr:when retrnsmt uid timeout inode */
-	if (sscanf(line, " %*[0-9]: %64[0-9A-Fa-f]:%x %*s %x %*s %*s %*s %*u %*u %lu", addr, &port,
-	           &st, &ino) != 4)
+	if (sscanf(line, " %*[0-9]: %64[0-9A-Fa-f]:%x %*s %x %*s %*s %*s %u %*u %lu", addr, &port,
+	           &st, &u, &ino) != 5)
 		return -1;
+	*uid = (uid_t)u;
 	size_t want = v6 ? 32 : 8;
 	if (strlen(addr) != want || port > 65535)
 		return -1;
@@ -141,8 +151,10 @@ static bool serves(const struct sockaddr_storage *local, const struct sockaddr *
 	return same_ip(l, addr);
 }
 
+/* The first listener for addr of user want (-1: anyone); *other: the owner
+ * of one of another user seen meanwhile (-1: none). */
 static unsigned long scan_table(const char *path, bool v6, const struct sockaddr *addr,
-                                bool exact_only)
+                                bool exact_only, long want, long *other)
 {
 	FILE *f = fopen(path, "r");
 	char line[512];
@@ -154,9 +166,19 @@ static unsigned long scan_table(const char *path, bool v6, const struct sockaddr
 		struct sockaddr_storage local;
 		int st;
 		unsigned long ino;
-		if (handoff_parse_line(line, v6, &local, &st, &ino) || st != TCP_LISTEN_STATE ||
-		    !ino)
+		uid_t uid;
+		if (handoff_parse_line_uid(line, v6, &local, &st, &ino, &uid) ||
+		    st != TCP_LISTEN_STATE || !ino)
 			continue;
+		if (want >= 0 && (long)uid != want) {
+			bool serving = exact_only
+			                   ? (port_of((struct sockaddr *)&local) == port_of(addr) &&
+			                      same_ip((struct sockaddr *)&local, addr))
+			                   : serves(&local, addr);
+			if (serving)
+				*other = (long)uid;
+			continue;
+		}
 		if (exact_only ? (port_of((struct sockaddr *)&local) == port_of(addr) &&
 		                  same_ip((struct sockaddr *)&local, addr))
 		               : serves(&local, addr))
@@ -166,20 +188,28 @@ static unsigned long scan_table(const char *path, bool v6, const struct sockaddr
 	return found;
 }
 
-unsigned long handoff_find_listener(const struct sockaddr *addr)
+static unsigned long find_listener_of(const struct sockaddr *addr, long want, long *other)
 {
 	bool v6 = addr->sa_family == AF_INET6;
 	const char *own = v6 ? "/proc/net/tcp6" : "/proc/net/tcp";
 	unsigned long ino;
 
+	*other = -1;
 	/* A socket bound to the exact address wins over a wildcard one, as in
 	 * the kernel's own lookup. */
-	ino = scan_table(own, v6, addr, true);
+	ino = scan_table(own, v6, addr, true, want, other);
 	if (!ino)
-		ino = scan_table(own, v6, addr, false);
+		ino = scan_table(own, v6, addr, false, want, other);
 	if (!ino && !v6)
-		ino = scan_table("/proc/net/tcp6", true, addr, false);
+		ino = scan_table("/proc/net/tcp6", true, addr, false, want, other);
 	return ino;
+}
+
+unsigned long handoff_find_listener(const struct sockaddr *addr)
+{
+	long other;
+
+	return find_listener_of(addr, -1, &other);
 }
 
 static int scan_fds(pid_t pid, const char *want)
@@ -259,12 +289,20 @@ uint64_t handoff_sock_cookie(int fd)
 
 int handoff_take_listener(const struct sockaddr *addr)
 {
-	unsigned long ino = handoff_find_listener(addr);
+	return handoff_take_listener_uid(addr, -1, NULL, NULL);
+}
+
+int handoff_take_listener_uid(const struct sockaddr *addr, long want, uid_t *uid, long *other)
+{
+	long o;
+	unsigned long ino = find_listener_of(addr, want, &o);
 	pid_t pid;
 	int fd;
 
+	if (other)
+		*other = o;
 	if (!ino || handoff_find_owner(ino, &pid, &fd)) {
-		errno = ENOENT;
+		errno = !ino && o >= 0 ? EPERM : ENOENT;
 		return -1;
 	}
 	int copy = handoff_take(pid, fd);
@@ -282,6 +320,18 @@ int handoff_take_listener(const struct sockaddr *addr)
 		close(copy);
 		errno = ENOENT;
 		return -1;
+	}
+	if (uid) {
+		/* The socket's owner, as /proc/net/tcp shows it (sock_i_uid). */
+		struct stat st;
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+		*uid = stat(path, &st) == 0 ? st.st_uid : (uid_t)want;
+		if (want >= 0 && (long)*uid != want) {
+			close(copy);
+			errno = EPERM;
+			return -1;
+		}
 	}
 	return copy;
 }

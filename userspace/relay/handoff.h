@@ -40,6 +40,18 @@ int handoff_take(pid_t pid, int fd);
  * no listener). The caller closes it right after use. */
 int handoff_take_listener(const struct sockaddr *addr);
 
+/* handoff_parse_line, and the socket's owner (the uid column). */
+int handoff_parse_line_uid(const char *line, bool v6, struct sockaddr_storage *local, int *state,
+                           unsigned long *inode, uid_t *uid);
+
+/*
+ * handoff_take_listener, only for a listener of user want (-1: anyone's):
+ * a listener of another user on the port is never taken (errno EPERM when
+ * only such a one was found; *other, if not NULL, says its user, else -1).
+ * *uid (if not NULL) gets the owner of the listener taken.
+ */
+int handoff_take_listener_uid(const struct sockaddr *addr, long want, uid_t *uid, long *other);
+
 /* SO_COOKIE of a socket, 0 on error. */
 uint64_t handoff_sock_cookie(int fd);
 

@@ -50,6 +50,12 @@ struct slot {
 	enum slot_kind kind;
 	uint64_t cookie; /* of the socket we put there */
 	bool v4;         /* handoff: the server's socket is IPv4-only */
+	/* handoff: the user the server's listener belongs to, once taken: a
+	 * listener of another user on the port is never taken (a local user's
+	 * [::]:PORT next to an IPv4-only server, or on a port the server left
+	 * while it restarts) */
+	bool uid_known, warned;
+	uid_t uid;
 	/* handoff: a failed search for the server's listener is not repeated
 	 * before its retry is due (mono_ms), backing off to HANDOFF_RETRY_MAX_MS */
 	struct retry search;
@@ -77,6 +83,10 @@ static struct {
 	struct slot slots6[MS_MAX_BACKENDS];
 
 	uint64_t handoffs; /* sockets taken from servers */
+	/* relay connects that failed, by backend id, and when the last one was
+	 * logged (mono_ms): written by the relay threads (__atomic) */
+	uint64_t relay_fail[MS_MAX_BACKENDS];
+	uint64_t relay_fail_log[MS_MAX_BACKENDS];
 	/* ports whose listener search failed in this sync_slots pass (| V6KEY
 	 * for the IPv6 one): the other backends on them do not search again in
 	 * the same pass */
@@ -172,14 +182,37 @@ static void slot_clear(uint32_t slot)
  * beside 127.0.0.1, as --bind-address=127.0.0.1,::1): that one goes into
  * steer_sockmap6. A dual-stack main socket needs nothing.
  */
+/* IPv6 clients of an IPv4-only server (no IPv6 listener of its own): through
+ * a relay listener on ::1. */
+static void relay6(const struct topo_backend *b)
+{
+	struct slot *s = &S.slots6[b->id];
+	int fd = relay_set_backend(S.relay, b->id | RELAY6, "::1",
+	                           (const struct sockaddr *)&b->addr, b->addrlen);
+
+	if (fd < 0)
+		return; /* no ::1 here: IPv6 clients get the error listener */
+	if (s->kind != SLOT_RELAY)
+		log_info("lookup: %s: IPv6 clients relayed (the server has no IPv6 listener of "
+		         "its own)",
+		         b->name);
+	s->kind = SLOT_RELAY;
+	s->cookie = handoff_sock_cookie(fd);
+	if (map_set(S.sockmap6_fd, b->id, fd))
+		log_warn("lookup: %s: IPv6 relay listener into the SOCKMAP: %s", b->name,
+		         strerror(errno));
+}
+
 static void sync_handoff6(const struct topo_backend *b, bool main_is_v4)
 {
 	struct slot *s = &S.slots6[b->id];
+	const struct slot *m = &S.slots[b->id];
 	struct sockaddr_in6 any = {.sin6_family = AF_INET6, .sin6_port = htons(b->port)};
+	long other = -1;
 
-	if (s->kind == SLOT_RELAY)
-		relay_remove_backend(S.relay, b->id | RELAY6);
 	if (!main_is_v4) {
+		if (s->kind == SLOT_RELAY)
+			relay_remove_backend(S.relay, b->id | RELAY6);
 		if (s->kind != SLOT_NONE)
 			map_clear(S.sockmap6_fd, b->id);
 		s->kind = SLOT_NONE;
@@ -187,33 +220,50 @@ static void sync_handoff6(const struct topo_backend *b, bool main_is_v4)
 	}
 	if (s->kind == SLOT_HANDOFF && s->cookie && map_cookie(S.sockmap6_fd, b->id) == s->cookie)
 		return;
-	s->kind = SLOT_HANDOFF;
-	s->cookie = 0;
-	if (!handoff_due(s, b->port | V6KEY))
+	if (!m->uid_known || !handoff_due(s, b->port | V6KEY))
 		return;
-	int fd = handoff_take_listener((const struct sockaddr *)&any);
+	/* Only the server's own: a listener of the same user. */
+	int fd =
+	    handoff_take_listener_uid((const struct sockaddr *)&any, (long)m->uid, NULL, &other);
 	if (fd < 0) {
 		/* a server listening on loopback alone (127.0.0.1 and ::1):
 		 * sk_lookup hands over whatever address a socket is bound to */
 		struct sockaddr_in6 lo = any;
+		long other_any = other;
 
 		lo.sin6_addr = in6addr_loopback;
-		fd = handoff_take_listener((const struct sockaddr *)&lo);
+		fd = handoff_take_listener_uid((const struct sockaddr *)&lo, (long)m->uid, NULL,
+		                               &other);
+		if (other < 0)
+			other = other_any;
 	}
 	if (fd < 0) {
+		if (other >= 0 && !s->warned)
+			log_warn(
+			    "lookup: %s: [::]:%u belongs to uid %ld, not to the server's uid %u: "
+			    "not taken",
+			    b->name, b->port, other, (unsigned)m->uid);
+		s->warned = other >= 0;
 		handoff_tried(s, b->port | V6KEY, false);
+		relay6(b);
 		return;
 	}
 	uint64_t cookie = handoff_sock_cookie(fd);
 	bool had = map_cookie(S.sockmap6_fd, b->id) == cookie;
 	if (sock_family(fd) == AF_INET6 && (had || !map_set(S.sockmap6_fd, b->id, fd))) {
+		if (s->kind == SLOT_RELAY)
+			relay_remove_backend(S.relay, b->id | RELAY6);
+		s->kind = SLOT_HANDOFF;
 		s->cookie = cookie;
+		s->warned = false;
 		if (!had)
 			log_info("lookup: %s: IPv6 clients handed to the server's IPv6 listener",
 			         b->name);
 	}
-	handoff_tried(s, b->port | V6KEY, s->cookie != 0);
+	handoff_tried(s, b->port | V6KEY, s->kind == SLOT_HANDOFF);
 	close(fd);
+	if (s->kind != SLOT_HANDOFF)
+		relay6(b);
 }
 
 /* Local handoff of backend b: a live entry we made stays; otherwise find the
@@ -232,12 +282,25 @@ static void sync_handoff(const struct topo_backend *b)
 	s->cookie = 0;
 	if (!handoff_due(s, b->port))
 		return;
-	int fd = handoff_take_listener((const struct sockaddr *)&b->addr);
+	/* Once taken, only a listener of the same user again. */
+	uid_t uid;
+	long other = -1;
+	int fd = handoff_take_listener_uid((const struct sockaddr *)&b->addr,
+	                                   s->uid_known ? (long)s->uid : -1, &uid, &other);
 	if (fd < 0) {
+		if (other >= 0 && !s->warned)
+			log_warn(
+			    "lookup: %s: the listener on port %u belongs to uid %ld, not to the "
+			    "server's uid %u: not taken",
+			    b->name, b->port, other, (unsigned)s->uid);
+		s->warned = other >= 0;
 		log_debug("lookup: %s: no local listener on port %u yet", b->name, b->port);
 		handoff_tried(s, b->port, false);
 		return;
 	}
+	s->uid = uid;
+	s->uid_known = true;
+	s->warned = false;
 	s->v4 = sock_family(fd) == AF_INET;
 	uint64_t cookie = handoff_sock_cookie(fd);
 	bool had = slot_cookie(b->id) == cookie;
@@ -333,18 +396,48 @@ static void sync_slots(const struct topology *t)
 			drop_backend(id);
 }
 
+/* A relay connect to a backend failed or timed out (on a relay thread): as
+ * for a steered connect that failed (sockops), the backend is probed at
+ * once and its connect_failures grows; one log line a second a backend. */
+static void on_relay_fail(uint32_t listener, int err, void *arg)
+{
+	uint32_t id = listener & ~RELAY6;
+	uint64_t now = mono_ms(), last;
+
+	if (id >= MS_MAX_BACKENDS)
+		return;
+	__atomic_add_fetch(&S.relay_fail[id], 1, __ATOMIC_RELAXED);
+	last = __atomic_load_n(&S.relay_fail_log[id], __ATOMIC_RELAXED);
+	if (now - last >= 1000 &&
+	    __atomic_compare_exchange_n(&S.relay_fail_log[id], &last, now, false, __ATOMIC_RELAXED,
+	                                __ATOMIC_RELAXED)) {
+		const struct topology *t = topo_current();
+		const char *name = "?";
+		for (size_t i = 0; t && i < t->nbackends; i++)
+			if (t->backends[i].id == id)
+				name = t->backends[i].name;
+		log_warn("relay: a connect to backend %s failed (%s); probing it now", name,
+		         strerror(err));
+		topo_put(t);
+	}
+	if (S.d && S.d->request_probe)
+		S.d->request_probe(S.d, id);
+}
+
 /* Close-on-demote of relay pairs: the relay closes its own (maps_on_demote). */
 static void on_demote(const uint32_t mask[MS_MAX_BACKENDS], const uint16_t port[MS_ROUTE_SLOTS],
                       void *arg)
 {
 	for (uint32_t id = 0; id < MS_MAX_BACKENDS && S.relay; id++) {
-		if (!mask[id] || S.slots[id].kind != SLOT_RELAY)
+		if (!mask[id])
 			continue;
 		for (uint32_t r = 0; r < MS_ROUTE_SLOTS && r < 32; r++) {
 			if (!(mask[id] & (1u << r)) || !port[r])
 				continue;
-			relay_close_pairs(S.relay, id, port[r]);
-			relay_close_pairs(S.relay, id | RELAY6, port[r]);
+			if (S.slots[id].kind == SLOT_RELAY)
+				relay_close_pairs(S.relay, id, port[r]);
+			if (S.slots6[id].kind == SLOT_RELAY)
+				relay_close_pairs(S.relay, id | RELAY6, port[r]);
 		}
 	}
 }
@@ -497,6 +590,8 @@ static int lookup_start(struct daemon_ctx *d, char *err, size_t errlen)
 	S.relay = relay_new(relay_default_mode(), threads, err, errlen);
 	if (!S.relay)
 		return -1;
+	relay_set_connect_timeout(S.relay, (unsigned)cfg->connect_timeout_ms);
+	relay_on_connect_fail(S.relay, on_relay_fail, NULL);
 	if (maps_prepare_bpffs(S.pin_dir, err, errlen) || load(err, errlen)) {
 		lookup_stop(d, true);
 		return -1;
@@ -605,12 +700,34 @@ static void lookup_status(struct json_object *root)
 	json_object_object_add(root, "lookup", o);
 }
 
+static void lookup_reload(struct daemon_ctx *d, const struct config *cfg)
+{
+	if (S.relay)
+		relay_set_connect_timeout(S.relay, (unsigned)cfg->connect_timeout_ms);
+}
+
 /* steered is counted by the program into the shared counters map, which
- * steer_service reports: no backend_counters here, or it would count twice. */
+ * steer_service reports: only the relay's connect failures here, or it
+ * would count twice. */
+static void lookup_counters(uint32_t backend_id, struct backend_counters *c)
+{
+	if (backend_id < MS_MAX_BACKENDS)
+		c->connect_failures += __atomic_load_n(&S.relay_fail[backend_id], __ATOMIC_RELAXED);
+}
+
+static void lookup_counters_reset(uint32_t backend_id)
+{
+	if (backend_id < MS_MAX_BACKENDS)
+		__atomic_store_n(&S.relay_fail[backend_id], 0, __ATOMIC_RELAXED);
+}
+
 const struct service_ops lookup_service = {
     .name = "lookup",
     .start = lookup_start,
+    .reload = lookup_reload,
     .stop = lookup_stop,
+    .backend_counters = lookup_counters,
+    .backend_reset = lookup_counters_reset,
     .status_json = lookup_status,
     .ready = lookup_ready,
 };

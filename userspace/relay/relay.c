@@ -32,6 +32,13 @@
 #define TAG_LISTENER 1u
 #define TAG_WAKE     2u
 
+/* A connected pair: data unacknowledged this long, or a peer silent this long
+ * after keepalive probes began, ends it (a half-open pair does not stay). */
+#define RELAY_USER_TIMEOUT_MS 30000
+#define RELAY_KEEPIDLE_S      30
+#define RELAY_KEEPINTVL_S     10
+#define RELAY_KEEPCNT         3
+
 struct pair;
 
 struct side {
@@ -58,6 +65,7 @@ struct pair {
 	int fd[2];         /* 0: client, 1: backend */
 	uint32_t listener; /* the listener id it came from, NO_LISTENER: none */
 	uint16_t lport;    /* the client's local (service) port, host order */
+	bool connecting;   /* the backend's connect has not completed yet */
 	struct side side[2];
 	struct dir dir[2];
 	bool dead, queued;
@@ -104,7 +112,10 @@ struct relay {
 	struct pair *pairs;
 	struct pair *ready, *graveyard;
 
-	struct relay_stats st; /* updated with __atomic builtins */
+	struct relay_stats st;       /* updated with __atomic builtins */
+	unsigned connect_timeout_ms; /* __atomic */
+	relay_fail_fn fail_fn;       /* set before any listener */
+	void *fail_arg;
 
 	/* Threads that only carry pairs handed to them by this one, which
 	 * keeps the listeners and deals accepted pairs out in turn. */
@@ -150,6 +161,20 @@ static void set_nodelay(int fd)
 
 	/* Ping-pong protocols (MySQL) must not wait for Nagle. */
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+/* Keepalive and a user timeout: a peer that vanished without a FIN or a
+ * reset (host down, black-holed) ends the pair instead of keeping it. */
+static void set_keepalive(int fd, unsigned user_timeout_ms)
+{
+	int one = 1, idle = RELAY_KEEPIDLE_S, intvl = RELAY_KEEPINTVL_S, cnt = RELAY_KEEPCNT;
+
+	(void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms,
+	                 sizeof(user_timeout_ms));
 }
 
 static int set_nonblock(int fd)
@@ -217,6 +242,24 @@ static void pair_kill(struct relay *r, struct pair *p, bool reset)
 	p->rnext = r->graveyard;
 	r->graveyard = p;
 	stat_sub(&r->st.active, 1);
+}
+
+/* A pair ends on an error; one whose backend connect had not completed is
+ * a connect failure, reported like sockops reports a steered one. */
+static bool connect_error(int err)
+{
+	return err == ETIMEDOUT || err == ECONNREFUSED || err == EHOSTUNREACH ||
+	       err == ENETUNREACH || err == EHOSTDOWN;
+}
+
+static void pair_fail(struct relay *r, struct pair *p, int err)
+{
+	if (p->connecting && !p->dead && connect_error(err)) {
+		stat_add(&r->st.connect_failed, 1);
+		if (r->fail_fn)
+			r->fail_fn(p->listener, err, r->fail_arg);
+	}
+	pair_kill(r, p, true);
 }
 
 static uint64_t *dir_bytes(struct relay *r, int i)
@@ -342,14 +385,14 @@ static void pair_pump(struct relay *r, struct pair *p)
 				int rc = r->mode == RELAY_COPY ? pump_copy(r, p, i)
 				                               : pump_splice(r, p, i);
 				if (rc < 0) {
-					pair_kill(r, p, true);
+					pair_fail(r, p, errno);
 					return;
 				}
 			}
 			if (dir_drained(d) && !d->shut) {
 				/* Half-close: the peer may still answer. */
 				if (shutdown(p->fd[1 - i], SHUT_WR) < 0 && errno != ENOTCONN) {
-					pair_kill(r, p, true);
+					pair_fail(r, p, errno);
 					return;
 				}
 				d->shut = true;
@@ -374,6 +417,23 @@ static void pair_pump(struct relay *r, struct pair *p)
  * error to report) to read, or room to write into. */
 static void pair_event(struct relay *r, struct pair *p, int idx, uint32_t ev)
 {
+	if (idx == 1 && p->connecting) {
+		int err = 0;
+		socklen_t len = sizeof(err);
+
+		if (ev & (EPOLLERR | EPOLLHUP)) {
+			if (getsockopt(p->fd[1], SOL_SOCKET, SO_ERROR, &err, &len) || !err)
+				err = ECONNRESET;
+			pair_fail(r, p, err);
+			return;
+		}
+		if (ev & EPOLLOUT) {
+			/* Connected: from now on the bound of a live pair. */
+			unsigned ut = RELAY_USER_TIMEOUT_MS;
+			p->connecting = false;
+			(void)setsockopt(p->fd[1], IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof(ut));
+		}
+	}
 	if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
 		p->dir[idx].src_ready = true;
 	if (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
@@ -393,6 +453,7 @@ static int pair_start(struct relay *r, int cfd, int bfd, uint32_t listener, uint
 	p->fd[1] = bfd;
 	p->listener = listener;
 	p->lport = lport;
+	p->connecting = listener != NO_LISTENER;
 	for (int i = 0; i < 2; i++) {
 		p->side[i].p = p;
 		p->side[i].idx = i;
@@ -401,6 +462,7 @@ static int pair_start(struct relay *r, int cfd, int bfd, uint32_t listener, uint
 	}
 	set_nodelay(cfd);
 	set_nodelay(bfd);
+	set_keepalive(cfd, RELAY_USER_TIMEOUT_MS);
 	if (set_nonblock(cfd) < 0 || set_nonblock(bfd) < 0)
 		goto fail;
 	for (int i = 0; i < 2; i++) {
@@ -435,12 +497,16 @@ static struct listener *find_listener(struct relay *r, uint32_t id)
 	return NULL;
 }
 
-static int connect_backend(const struct sockaddr_storage *dst, socklen_t len)
+/* A non-blocking connect, bounded by timeout_ms (TCP_USER_TIMEOUT also
+ * bounds the SYN retransmissions: a black-holed backend fails with
+ * ETIMEDOUT then, not after the ~127 s of the default retries). */
+static int connect_backend(const struct sockaddr_storage *dst, socklen_t len, unsigned timeout_ms)
 {
 	int fd = socket(dst->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
 		return -1;
+	set_keepalive(fd, timeout_ms);
 	if (connect(fd, (const struct sockaddr *)dst, len) < 0 && errno != EINPROGRESS) {
 		int e = errno;
 		close(fd);
@@ -500,10 +566,14 @@ static void accept_on(struct relay *r, uint32_t id)
 		stat_add(&r->st.accepted, 1);
 		/* A connect that fails later (refused) shows up as an error on
 		 * the first send/recv and resets the client. */
-		int bfd = connect_backend(&l->dst, l->dstlen);
+		int bfd = connect_backend(
+		    &l->dst, l->dstlen, __atomic_load_n(&r->connect_timeout_ms, __ATOMIC_RELAXED));
 		if (bfd < 0) {
+			int e = errno;
 			stat_add(&r->st.connect_failed, 1);
-			log_debug("relay: connect to backend %u: %s", id, strerror(errno));
+			log_debug("relay: connect to backend %u: %s", id, strerror(e));
+			if (r->fail_fn)
+				r->fail_fn(id, e, r->fail_arg);
 			close(cfd);
 			continue;
 		}
@@ -691,6 +761,20 @@ static void close_request(struct relay *r, uint32_t listener, uint16_t lport)
 		log_warn("relay: waking a relay thread: %s", strerror(errno));
 }
 
+void relay_set_connect_timeout(struct relay *r, unsigned ms)
+{
+	__atomic_store_n(&r->connect_timeout_ms, ms ? ms : RELAY_CONNECT_TIMEOUT_MS,
+	                 __ATOMIC_RELAXED);
+}
+
+void relay_on_connect_fail(struct relay *r, relay_fail_fn fn, void *arg)
+{
+	r->fail_fn = fn;
+	r->fail_arg = arg;
+	for (size_t i = 0; i < r->nshards; i++)
+		relay_on_connect_fail(r->shards[i], fn, arg);
+}
+
 void relay_close_pairs(struct relay *r, uint32_t id, uint16_t lport)
 {
 	close_request(r, id, lport);
@@ -820,6 +904,7 @@ static struct relay *relay_new_one(enum relay_mode mode, unsigned idx, char *err
 		return NULL;
 	}
 	r->mode = mode;
+	r->connect_timeout_ms = RELAY_CONNECT_TIMEOUT_MS;
 	r->ep = -1;
 	r->wake_fd = -1;
 	pthread_mutex_init(&r->mu, NULL);

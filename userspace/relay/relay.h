@@ -12,7 +12,9 @@
  * buffer (or pipe) per direction, so a side is read only while the other side
  * drains (backpressure); EOF on one side is propagated as shutdown(SHUT_WR)
  * of the other (half-close); the pair is closed when both directions ended
- * or on any error.
+ * or on any error. A backend connect is bounded (relay_set_connect_timeout)
+ * and its failure reported (relay_on_connect_fail); both sides of a pair
+ * have keepalive and a user timeout, so a peer that vanished ends the pair.
  */
 #ifndef MYSTEER_RELAY_H
 #define MYSTEER_RELAY_H
@@ -70,6 +72,15 @@ size_t relay_backend_ids(struct relay *r, uint32_t *ids, size_t max);
 /* Relays between two connected sockets (the relay owns both from now on).
  * Thread-safe; used by the benchmark and the tests. Returns 0 or -1. */
 int relay_add_pair(struct relay *r, int fd_client, int fd_backend);
+
+/* The backend connect's bound (0: RELAY_CONNECT_TIMEOUT_MS); thread-safe. */
+#define RELAY_CONNECT_TIMEOUT_MS 3000
+void relay_set_connect_timeout(struct relay *r, unsigned ms);
+
+/* Called (on a relay thread) when a connect to the backend of listener id
+ * fails or times out, with the errno; set before any listener. */
+typedef void (*relay_fail_fn)(uint32_t id, int err, void *arg);
+void relay_on_connect_fail(struct relay *r, relay_fail_fn fn, void *arg);
 
 /* Ends, with a reset, the pairs accepted on listener id whose client
  * connected to local port lport (0: any): close-on-demote. Thread-safe; done

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# relay_connect.sh - the relay's connect to a backend is bounded: with the
+# writer black-holed for new connections (a tc filter on the test's own
+# loopback drops every SYN to 3306; the daemon's kept-open probe connection
+# goes on), a client of 6446 through the relay reads a reset after about
+# connect_timeout_ms instead of waiting ~127 s on a silent socket; the failure
+# is counted for the backend and reported (the backend is probed at once).
+# Relayed sockets carry keepalive and a user timeout, so half-open pairs end.
+export SANDBOX_BASE_PORT=3306 # the port test_blackhole.bpf.c drops SYNs to
+. "$(dirname "$0")/lib.sh"
+itest_init relay_connect
+
+BH_OBJ=$ITEST_BUILD/bpf/test_blackhole.bpf.o
+[ -f "$BH_OBJ" ] || BH_OBJ=$ITEST_ROOT/build/bpf/test_blackhole.bpf.o
+itest_sandbox_up
+ITEST_STEER_EXTRA="lookup = on
+local_handoff = off
+connect_timeout_ms = 1000" itest_write_config "$T/mysteer.conf"
+itest_daemon_start "$T/mysteer.conf" || exit 1
+wait_until 10 test "$(ctl_writer)" = db1 >/dev/null
+check_eq "6446 through the relay reaches the writer" "$P1" "$(sql 6446 'SELECT @@port')"
+
+# A held relayed connection: both of its relay sockets have keepalive.
+rm -f "$T/go"
+"$ITEST_BUILD/tests/peer_check" hold 127.0.0.1 6446 "$T/go" >"$T/hold.out" 2>&1 &
+ITEST_PIDS+=($!)
+wait_until 10 grep -q '^before' "$T/hold.out" >/dev/null
+ka=$(ss -tnoH state established "( sport = :6446 or dport = :$P1 )" | grep -c 'timer:(keepalive')
+check "the relay's sockets of a held pair have keepalive timers ($ka)" [ "$ka" -ge 2 ]
+touch "$T/go"
+
+# --- black hole: SYNs to 3306 dropped on lo.
+tc qdisc add dev lo clsact || { echo "not ok - tc clsact"; exit 1; }
+tc filter add dev lo egress bpf da obj "$BH_OBJ" sec tc || { echo "not ok - tc filter"; exit 1; }
+check "the black hole holds: a direct connect to $P1 times out" \
+	bash -c "! timeout 3 bash -c 'exec 3<>/dev/tcp/127.0.0.1/$P1'"
+t0=$(date +%s%3N)
+out=$(python3 - <<'PY'
+import socket
+s = socket.create_connection(("127.0.0.1", 6446), timeout=5)
+s.settimeout(60)
+try:
+    d = s.recv(100)
+    print("eof" if not d else "data")
+except ConnectionResetError:
+    print("reset")
+except socket.timeout:
+    print("timeout")
+PY
+)
+t1=$(date +%s%3N)
+measured "a client of a black-holed writer through the relay ended after $((t1 - t0)) ms ($out)"
+check "the client reads a reset, not a silent socket ($out)" [ "$out" = reset ]
+check "it came within 30 s, not the ~127 s of SYN retries ($((t1 - t0)) ms)" [ $((t1 - t0)) -lt 30000 ]
+fails=$(status_json | json_get "[b['connect_failures'] for b in d['backends'] if b['name']=='db1'][0]")
+check "db1's connect_failures counts it ($fails)" [ "${fails:-0}" -ge 1 ]
+rfail=$(status_json | json_get "d['lookup']['relay_connect_failed']")
+check "the relay counts it ($rfail)" [ "${rfail:-0}" -ge 1 ]
+check "the daemon logged the failure and probed the backend" \
+	grep -q 'relay: a connect to backend db1 failed (Connection timed out); probing it now' "$T/mysteerd.log"
+
+# --- reload applies a new bound.
+sed -i 's/^connect_timeout_ms = 1000/connect_timeout_ms = 3000/' "$T/mysteer.conf"
+ctl reload >/dev/null
+t0=$(date +%s%3N)
+python3 -c '
+import socket
+s = socket.create_connection(("127.0.0.1", 6446), timeout=5); s.settimeout(60)
+try: s.recv(100)
+except Exception: pass'
+t1=$(date +%s%3N)
+measured "after a reload to 3000 ms: the client ended after $((t1 - t0)) ms"
+check "reload: connect_timeout_ms = 3000 waits longer than 2 s ($((t1 - t0)) ms)" [ $((t1 - t0)) -ge 2000 -a $((t1 - t0)) -lt 30000 ]
+
+tc qdisc del dev lo clsact
+check_eq "without the black hole 6446 works again" "$P1" "$(sql 6446 'SELECT @@port')"
+itest_daemon_stop TERM
+itest_done
