@@ -11,7 +11,10 @@ itest_sandbox_up
 check "the writer has no IPv6 listener of its own" \
 	bash -c "! ss -ltnH | grep -q '\[::\]:$P1 '"
 # The foreign listener: prints one line per connection it accepts.
-setpriv --reuid=65534 --regid=65534 --clear-groups python3 -u -c '
+# (the system's python: a python3 under /root is not nobody's to run)
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3)
+setpriv --reuid=65534 --regid=65534 --clear-groups "$PY" -u -c '
 import socket, sys
 s = socket.socket(socket.AF_INET6)
 s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)

@@ -51,7 +51,7 @@ PY
 t1=$(date +%s%3N)
 measured "a client of a black-holed writer through the relay ended after $((t1 - t0)) ms ($out)"
 check "the client reads a reset, not a silent socket ($out)" [ "$out" = reset ]
-check "it came within 30 s, not the ~127 s of SYN retries ($((t1 - t0)) ms)" [ $((t1 - t0)) -lt 30000 ]
+check "it came within 10 s, not the ~127 s of SYN retries ($((t1 - t0)) ms)" [ $((t1 - t0)) -lt 10000 ]
 fails=$(status_json | json_get "[b['connect_failures'] for b in d['backends'] if b['name']=='db1'][0]")
 check "db1's connect_failures counts it ($fails)" [ "${fails:-0}" -ge 1 ]
 rfail=$(status_json | json_get "d['lookup']['relay_connect_failed']")
@@ -73,6 +73,8 @@ measured "after a reload to 3000 ms: the client ended after $((t1 - t0)) ms"
 check "reload: connect_timeout_ms = 3000 waits longer than 2 s ($((t1 - t0)) ms)" [ $((t1 - t0)) -ge 2000 -a $((t1 - t0)) -lt 30000 ]
 
 tc qdisc del dev lo clsact
-check_eq "without the black hole 6446 works again" "$P1" "$(sql 6446 'SELECT @@port')"
+works() { [ "$(sql 6446 'SELECT @@port' 2>/dev/null)" = "$P1" ]; }
+ms=$(wait_until 20 works)
+check "without the black hole 6446 works again (${ms} ms)" works
 itest_daemon_stop TERM
 itest_done

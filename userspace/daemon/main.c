@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
@@ -218,6 +219,41 @@ static int daemonize(int *ready_fd)
 	return 0;
 }
 
+/*
+ * Open files: relay pairs and 6450 clients take two descriptors each, so the
+ * usual soft limit of 1024 is far too low. The soft limit goes to the hard
+ * one, and the hard one up to NOFILE_WANT where the daemon may (root with
+ * CAP_SYS_RESOURCE). What the relay may take of it is bounded (lookup.c).
+ */
+#define NOFILE_WANT 65536
+static void raise_nofile(void)
+{
+	struct rlimit rl, want;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl)) {
+		log_warn("getrlimit(RLIMIT_NOFILE): %s", strerror(errno));
+		return;
+	}
+	want = rl;
+	if (want.rlim_max != RLIM_INFINITY && want.rlim_max < NOFILE_WANT) {
+		want.rlim_max = NOFILE_WANT;
+		want.rlim_cur = NOFILE_WANT;
+		if (setrlimit(RLIMIT_NOFILE, &want) == 0) {
+			log_info("open files limit %d", NOFILE_WANT);
+			return;
+		}
+		want = rl;
+	}
+	want.rlim_cur = want.rlim_max;
+	if (want.rlim_cur != rl.rlim_cur && setrlimit(RLIMIT_NOFILE, &want))
+		log_warn("setrlimit(RLIMIT_NOFILE): %s", strerror(errno));
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+		log_info("open files limit %llu%s", (unsigned long long)rl.rlim_cur,
+		         rl.rlim_cur < 1024 ? " (low: relayed connections wait beyond what it "
+		                              "leaves; raise it, e.g. LimitNOFILE=)"
+		                            : "");
+}
+
 static int start_services(struct daemon *dm)
 {
 	char err[512] = "";
@@ -365,6 +401,7 @@ static int run(struct daemon *dm, bool foreground)
 		return 1;
 	}
 	int rc = 1;
+	raise_nofile();
 	if (start_services(dm) < 0)
 		goto out;
 	restore_ids(dm);

@@ -24,4 +24,5 @@ $(BUILD)/obj/tests/bench/relay_bench.o: $(BPF_SKELS)
 $(BUILD)/relay_bench: $(BUILD)/obj/tests/bench/relay_bench.o $(RELAY_OBJS) $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 INTEG_TESTS += tests/integration/steer_lookup.sh tests/integration/lookup_demote.sh \
-	tests/integration/relay_connect.sh tests/integration/lookup_owner.sh
+	tests/integration/relay_connect.sh tests/integration/lookup_owner.sh \
+	tests/integration/relay_fds.sh

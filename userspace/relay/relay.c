@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -38,6 +39,11 @@
 #define RELAY_KEEPIDLE_S      30
 #define RELAY_KEEPINTVL_S     10
 #define RELAY_KEEPCNT         3
+/* Out of descriptors (or at the budget): accepts pause this long; the
+ * clients wait in the listen backlog meanwhile. One log line per
+ * RELAY_FD_LOG_MS at most. */
+#define RELAY_PAUSE_MS  100
+#define RELAY_FD_LOG_MS 10000
 
 struct pair;
 
@@ -66,6 +72,7 @@ struct pair {
 	uint32_t listener; /* the listener id it came from, NO_LISTENER: none */
 	uint16_t lport;    /* the client's local (service) port, host order */
 	bool connecting;   /* the backend's connect has not completed yet */
+	uint64_t deadline; /* of that connect (mono ms) */
 	struct side side[2];
 	struct dir dir[2];
 	bool dead, queued;
@@ -114,7 +121,14 @@ struct relay {
 
 	struct relay_stats st;       /* updated with __atomic builtins */
 	unsigned connect_timeout_ms; /* __atomic */
-	relay_fail_fn fail_fn;       /* set before any listener */
+	/* descriptors held by the pairs of every thread (in the first relay,
+	 * __atomic), and the most they may hold (0: no bound) */
+	struct relay *root;
+	uint64_t fds, fd_budget;
+	size_t nconnecting; /* pairs of this thread whose connect is pending */
+	/* accepts paused until (mono ms, 0: not), pauses not logged yet, last log */
+	uint64_t paused_until, pauses, fd_logged;
+	relay_fail_fn fail_fn; /* set before any listener */
 	void *fail_arg;
 
 	/* Threads that only carry pairs handed to them by this one, which
@@ -186,6 +200,20 @@ static int set_nonblock(int fd)
 	return fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
+/* Descriptors a pair holds: two sockets, and two pipes in splice mode. */
+static uint64_t pair_fds(const struct relay *r)
+{
+	return r->mode == RELAY_SPLICE ? 6 : 2;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 /* ---- pairs (relay thread) ---- */
 
 static int dir_init(struct relay *r, struct dir *d)
@@ -221,6 +249,10 @@ static void pair_kill(struct relay *r, struct pair *p, bool reset)
 	if (p->dead)
 		return;
 	p->dead = true;
+	if (p->connecting) {
+		p->connecting = false;
+		r->nconnecting--;
+	}
 	for (int i = 0; i < 2; i++) {
 		if (reset) {
 			/* An error on one side reaches the other as a reset, not
@@ -242,6 +274,7 @@ static void pair_kill(struct relay *r, struct pair *p, bool reset)
 	p->rnext = r->graveyard;
 	r->graveyard = p;
 	stat_sub(&r->st.active, 1);
+	stat_sub(&r->root->fds, pair_fds(r));
 }
 
 /* A pair ends on an error; one whose backend connect had not completed is
@@ -431,6 +464,7 @@ static void pair_event(struct relay *r, struct pair *p, int idx, uint32_t ev)
 			/* Connected: from now on the bound of a live pair. */
 			unsigned ut = RELAY_USER_TIMEOUT_MS;
 			p->connecting = false;
+			r->nconnecting--;
 			(void)setsockopt(p->fd[1], IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof(ut));
 		}
 	}
@@ -454,6 +488,13 @@ static int pair_start(struct relay *r, int cfd, int bfd, uint32_t listener, uint
 	p->listener = listener;
 	p->lport = lport;
 	p->connecting = listener != NO_LISTENER;
+	if (p->connecting) {
+		/* TCP_USER_TIMEOUT bounds it too, but in the kernel's retransmit
+		 * steps; this is the bound the client sees. */
+		p->deadline =
+		    now_ms() + __atomic_load_n(&r->root->connect_timeout_ms, __ATOMIC_RELAXED);
+		r->nconnecting++;
+	}
 	for (int i = 0; i < 2; i++) {
 		p->side[i].p = p;
 		p->side[i].idx = i;
@@ -479,6 +520,7 @@ static int pair_start(struct relay *r, int cfd, int bfd, uint32_t listener, uint
 		r->pairs->prev = p;
 	r->pairs = p;
 	stat_add(&r->st.active, 1);
+	stat_add(&r->root->fds, pair_fds(r));
 	return 0;
 fail:
 	dir_free(&p->dir[0]);
@@ -545,20 +587,73 @@ static uint16_t local_port(int fd)
 	return 0;
 }
 
+/* Out of descriptors, or at the budget (err 0): the listeners stop being
+ * watched for RELAY_PAUSE_MS (level-triggered, they would report the same
+ * backlog at once again), so the thread neither spins nor floods the log;
+ * what the daemon keeps in reserve (probes, admin) stays free. Under r->mu. */
+static void accept_pause(struct relay *r, int err)
+{
+	uint64_t now = now_ms();
+
+	r->pauses++;
+	if (now - r->fd_logged >= RELAY_FD_LOG_MS || !r->fd_logged) {
+		log_warn("relay: %s (%llu descriptors in pairs, budget %llu): accepts paused, new "
+		         "connections wait in the backlog (%llu pause(s) in %u s)",
+		         err ? strerror(err) : "at the descriptor budget",
+		         (unsigned long long)__atomic_load_n(&r->fds, __ATOMIC_RELAXED),
+		         (unsigned long long)r->fd_budget, (unsigned long long)r->pauses,
+		         RELAY_FD_LOG_MS / 1000);
+		r->fd_logged = now;
+		r->pauses = 0;
+	}
+	if (r->paused_until)
+		return;
+	r->paused_until = now + RELAY_PAUSE_MS;
+	for (size_t i = 0; i < r->nls; i++) {
+		struct epoll_event ev = {.events = 0,
+		                         .data.u64 = ((uint64_t)r->ls[i].id << 2) | TAG_LISTENER};
+		(void)epoll_ctl(r->ep, EPOLL_CTL_MOD, r->ls[i].fd, &ev);
+	}
+}
+
+static void accept_resume(struct relay *r)
+{
+	pthread_mutex_lock(&r->mu);
+	r->paused_until = 0;
+	for (size_t i = 0; i < r->nls; i++) {
+		struct epoll_event ev = {.events = EPOLLIN,
+		                         .data.u64 = ((uint64_t)r->ls[i].id << 2) | TAG_LISTENER};
+		(void)epoll_ctl(r->ep, EPOLL_CTL_MOD, r->ls[i].fd, &ev);
+	}
+	pthread_mutex_unlock(&r->mu);
+}
+
+static bool out_of_fds(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+}
+
 static void accept_on(struct relay *r, uint32_t id)
 {
 	pthread_mutex_lock(&r->mu);
 	struct listener *l = find_listener(r, id);
-	if (!l) {
+	if (!l || r->paused_until) {
 		pthread_mutex_unlock(&r->mu);
 		return;
 	}
 	for (;;) {
+		if (r->fd_budget &&
+		    __atomic_load_n(&r->fds, __ATOMIC_RELAXED) + pair_fds(r) > r->fd_budget) {
+			accept_pause(r, 0);
+			break;
+		}
 		int cfd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (cfd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
-			if (errno != EAGAIN)
+			if (out_of_fds(errno))
+				accept_pause(r, errno);
+			else if (errno != EAGAIN)
 				log_warn("relay: accept on backend %u listener: %s", id,
 				         strerror(errno));
 			break;
@@ -570,11 +665,16 @@ static void accept_on(struct relay *r, uint32_t id)
 		    &l->dst, l->dstlen, __atomic_load_n(&r->connect_timeout_ms, __ATOMIC_RELAXED));
 		if (bfd < 0) {
 			int e = errno;
+			close(cfd);
+			if (out_of_fds(e)) {
+				/* Not the backend's fault: no report. */
+				accept_pause(r, e);
+				break;
+			}
 			stat_add(&r->st.connect_failed, 1);
 			log_debug("relay: connect to backend %u: %s", id, strerror(e));
 			if (r->fail_fn)
 				r->fail_fn(id, e, r->fail_arg);
-			close(cfd);
 			continue;
 		}
 		if (deal_pair(r, cfd, bfd, id, local_port(cfd)) < 0) {
@@ -761,6 +861,13 @@ static void close_request(struct relay *r, uint32_t listener, uint16_t lport)
 		log_warn("relay: waking a relay thread: %s", strerror(errno));
 }
 
+void relay_set_fd_budget(struct relay *r, uint64_t fds)
+{
+	pthread_mutex_lock(&r->mu);
+	r->fd_budget = fds;
+	pthread_mutex_unlock(&r->mu);
+}
+
 void relay_set_connect_timeout(struct relay *r, unsigned ms)
 {
 	__atomic_store_n(&r->connect_timeout_ms, ms ? ms : RELAY_CONNECT_TIMEOUT_MS,
@@ -843,6 +950,18 @@ static void take_incoming(struct relay *r)
 	pthread_mutex_unlock(&r->mu);
 }
 
+/* Pairs whose backend connect is past its deadline end as a timeout. */
+static void check_deadlines(struct relay *r)
+{
+	uint64_t now = now_ms();
+
+	for (struct pair *p = r->pairs, *next; p && r->nconnecting; p = next) {
+		next = p->next;
+		if (p->connecting && now >= p->deadline)
+			pair_fail(r, p, ETIMEDOUT);
+	}
+}
+
 static void run_ready(struct relay *r)
 {
 	struct pair *list = r->ready;
@@ -872,7 +991,16 @@ static void *relay_thread(void *arg)
 	struct epoll_event evs[64];
 
 	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
-		int n = epoll_wait(r->ep, evs, 64, r->ready ? 0 : 1000);
+		int timeout = r->ready ? 0 : r->nconnecting ? 50 : 1000;
+		if (r->paused_until) {
+			uint64_t now = now_ms();
+			if (now >= r->paused_until) {
+				accept_resume(r);
+			} else if (r->paused_until - now < (uint64_t)timeout) {
+				timeout = (int)(r->paused_until - now);
+			}
+		}
+		int n = epoll_wait(r->ep, evs, 64, timeout);
 		if (n < 0 && errno != EINTR) {
 			log_error("relay: epoll_wait: %s", strerror(errno));
 			break;
@@ -890,6 +1018,8 @@ static void *relay_thread(void *arg)
 			}
 		}
 		run_ready(r);
+		if (r->nconnecting)
+			check_deadlines(r);
 		bury(r);
 	}
 	return NULL;
@@ -904,6 +1034,7 @@ static struct relay *relay_new_one(enum relay_mode mode, unsigned idx, char *err
 		return NULL;
 	}
 	r->mode = mode;
+	r->root = r;
 	r->connect_timeout_ms = RELAY_CONNECT_TIMEOUT_MS;
 	r->ep = -1;
 	r->wake_fd = -1;
@@ -962,6 +1093,7 @@ struct relay *relay_new(enum relay_mode mode, unsigned threads, char *err, size_
 			relay_free(r);
 			return NULL;
 		}
+		r->shards[r->nshards]->root = r;
 	}
 	return r;
 }

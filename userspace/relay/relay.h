@@ -73,6 +73,13 @@ size_t relay_backend_ids(struct relay *r, uint32_t *ids, size_t max);
  * Thread-safe; used by the benchmark and the tests. Returns 0 or -1. */
 int relay_add_pair(struct relay *r, int fd_client, int fd_backend);
 
+/* The most descriptors the pairs of all threads may hold (0: no bound, the
+ * default): beyond it, and at EMFILE, accepts pause (relay_new's thread
+ * stops watching the listeners for a moment: no spinning, one log line per
+ * 10 s), so what the daemon keeps for probes and the admin socket stays
+ * free. Thread-safe. */
+void relay_set_fd_budget(struct relay *r, uint64_t fds);
+
 /* The backend connect's bound (0: RELAY_CONNECT_TIMEOUT_MS); thread-safe. */
 #define RELAY_CONNECT_TIMEOUT_MS 3000
 void relay_set_connect_timeout(struct relay *r, unsigned ms);
