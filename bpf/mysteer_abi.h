@@ -209,6 +209,19 @@ struct ms_handoff_mark {
 	__u32 route_id;
 };
 
+/* What steer_list.bpf.c writes for each socket close-on-demote must close
+ * (kernels without bpf_sock_destroy): the socket's own family and 4-tuple,
+ * for a sock_diag SOCK_DESTROY request. */
+struct ms_close_rec {
+	__u16 family; /* the socket's (AF_INET6 for a v4-mapped one) */
+	__u16 lport;  /* network order */
+	__u16 rport;  /* network order */
+	__u16 pad;
+	__u32 backend_id;
+	__u8 laddr[16];
+	__u8 raddr[16];
+};
+
 /* steer_cfg flags */
 #define MS_CFG_ENABLED    (1u << 0) /* a topology was published */
 #define MS_CFG_LEAST_CONN (1u << 1) /* reader_policy = least_conn */

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/log.h"
 
@@ -23,4 +24,19 @@ uint64_t test_env_uint(const char *name, uint64_t dflt, uint64_t max)
 		return dflt;
 	}
 	return n;
+}
+
+bool test_feature_off(const char *feature)
+{
+	const char *v = getenv("MYSTEER_TEST_NO_FEATURE");
+	size_t n = strlen(feature);
+
+	for (const char *p = v; p && *p;) {
+		if (!strncmp(p, feature, n) && (p[n] == ',' || p[n] == 0))
+			return true;
+		p = strchr(p, ',');
+		if (p)
+			p++;
+	}
+	return false;
 }

@@ -5,6 +5,7 @@
 MAPS_DUMP_OBJS := $(BUILD)/obj/userspace/maps/dump.o $(BUILD)/obj/userspace/maps/leftover.o
 MAPS_OBJS := $(BUILD)/obj/userspace/maps/image.o $(BUILD)/obj/userspace/maps/errlisten.o \
 	     $(BUILD)/obj/userspace/maps/steer.o $(BUILD)/obj/userspace/maps/quiesce.o \
+	     $(BUILD)/obj/userspace/maps/sockdiag.o \
 	     $(MAPS_DUMP_OBJS)
 DAEMON_OBJS += $(MAPS_OBJS)
 
@@ -31,4 +32,5 @@ $(BUILD)/tests/peer_check: $(BUILD)/obj/tests/integration/peer_check.o
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 INTEG_TESTS += tests/integration/steer_connect.sh tests/integration/steer_reload.sh \
-	tests/integration/steer_leftovers.sh tests/integration/steer_ids.sh
+	tests/integration/steer_leftovers.sh tests/integration/steer_ids.sh \
+	tests/integration/steer_fallback.sh

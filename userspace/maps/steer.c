@@ -51,8 +51,11 @@
 #include "maps/errlisten.h"
 #include "maps/leftover.h"
 #include "maps/quiesce.h"
+#include "maps/sockdiag.h"
+#include "common/testenv.h"
 #include "steer_connect.skel.h"
 #include "steer_iter.skel.h"
+#include "steer_list.skel.h"
 #include "steer_sockops.skel.h"
 
 #ifndef SO_NETNS_COOKIE
@@ -77,6 +80,12 @@ struct steer {
 	struct steer_iter *iter;
 	struct bpf_link *links[L_COUNT];
 	struct bpf_link *iter_link;
+	/* Close-on-demote on a kernel without bpf_sock_destroy: the listing
+	 * iterator and sock_diag SOCK_DESTROY requests. */
+	struct steer_list *list;
+	struct bpf_link *list_link;
+	int diag_fd;
+	char demote_how[512]; /* what close-on-demote uses, or why it is off */
 	struct ring_buffer *rb;
 	/* error listeners by route id: on relay_address, and on ::1 for IPv6
 	 * clients when relay_address is IPv4 (NULL when the host has no ::1) */
@@ -110,7 +119,7 @@ struct steer {
 	void *demote_arg;
 };
 
-static struct steer S = {.cgroup_fd = -1, .lock_fd = -1, .counters_fd = -1};
+static struct steer S = {.cgroup_fd = -1, .lock_fd = -1, .counters_fd = -1, .diag_fd = -1};
 
 static void register_kernel_metrics(void);
 
@@ -251,11 +260,57 @@ static void unpin_stale_maps(struct bpf_object *obj)
 		}                                                                                  \
 	} while (0)
 
+/*
+ * Close-on-demote with what the kernel has: the iterator calling the
+ * bpf_sock_destroy() kfunc (6.5); else the listing iterator (iter/tcp, 5.9)
+ * and sock_diag SOCK_DESTROY requests (CONFIG_INET_DIAG_DESTROY); else off.
+ * S.demote_how says which, or why it is off.
+ */
+static void load_closers(void)
+{
+	char why[200];
+	int rc;
+
+	if (test_feature_off("sock_destroy")) {
+		snprintf(why, sizeof(why), "off by MYSTEER_TEST_NO_FEATURE");
+	} else {
+		LIBBPF_OPTS(bpf_object_open_opts, o, .pin_root_path = S.pin_dir);
+		S.iter = steer_iter__open_opts(&o);
+		if (S.iter && !steer_iter__load(S.iter)) {
+			snprintf(S.demote_how, sizeof(S.demote_how), "by bpf_sock_destroy");
+			return;
+		}
+		snprintf(why, sizeof(why), "the kernel has no bpf_sock_destroy kfunc (6.5): %s",
+		         strerror(errno));
+		steer_iter__destroy(S.iter);
+		S.iter = NULL;
+	}
+	rc = test_feature_off("sock_diag") ? -EOPNOTSUPP : sockdiag_probe();
+	if (rc) {
+		snprintf(S.demote_how, sizeof(S.demote_how),
+		         "off (bpf_sock_destroy: %s; sock_diag SOCK_DESTROY: %s)", why,
+		         strerror(-rc));
+		return;
+	}
+	LIBBPF_OPTS(bpf_object_open_opts, o, .pin_root_path = S.pin_dir);
+	S.list = steer_list__open_opts(&o);
+	if (!S.list || steer_list__load(S.list) || (S.diag_fd = sockdiag_open()) < 0) {
+		snprintf(S.demote_how, sizeof(S.demote_how),
+		         "off (bpf_sock_destroy: %s; the tcp iterator (5.9): %s)", why,
+		         strerror(errno));
+		steer_list__destroy(S.list);
+		S.list = NULL;
+		return;
+	}
+	snprintf(S.demote_how, sizeof(S.demote_how),
+	         "by sock_diag SOCK_DESTROY (bpf_sock_destroy: %s)", why);
+}
+
 static int load_objects(char *err, size_t errlen)
 {
 	OPEN_SKEL(steer_connect, S.conn);
 	OPEN_SKEL(steer_sockops, S.ops);
-	OPEN_SKEL(steer_iter, S.iter);
+	load_closers();
 	S.counters_fd = bpf_map__fd(S.conn->maps.counters);
 	return 0;
 }
@@ -324,10 +379,18 @@ static int attach_all(char *err, size_t errlen)
 			return -1;
 	}
 	/* Also without connect steering: it closes handed-over connections. */
-	S.iter_link = bpf_program__attach_iter(S.iter->progs.ms_close_iter, NULL);
-	if (!S.iter_link) {
-		snprintf(err, errlen, "attach tcp iterator: %s", strerror(errno));
-		return -1;
+	if (S.iter) {
+		S.iter_link = bpf_program__attach_iter(S.iter->progs.ms_close_iter, NULL);
+		if (!S.iter_link) {
+			snprintf(err, errlen, "attach tcp iterator: %s", strerror(errno));
+			return -1;
+		}
+	} else if (S.list) {
+		S.list_link = bpf_program__attach_iter(S.list->progs.ms_list_iter, NULL);
+		if (!S.list_link) {
+			snprintf(err, errlen, "attach tcp iterator: %s", strerror(errno));
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -711,9 +774,51 @@ static void demote_hook(const uint32_t mask[MS_MAX_BACKENDS], const struct maps_
 	S.demote_fn(mask, port, S.demote_arg);
 }
 
+/* The fallback: the listing iterator names the sockets, sock_diag destroys
+ * them one by one. */
+static void close_by_sockdiag(const uint32_t mask[MS_MAX_BACKENDS])
+{
+	struct ms_close_rec rec[64];
+	uint64_t t0 = mono_us(), closed = 0, failed = 0;
+	int fd, err = 0;
+	ssize_t n;
+
+	memcpy(S.list->bss->close_mask, mask, sizeof(S.list->bss->close_mask));
+	fd = bpf_iter_create(bpf_link__fd(S.list_link));
+	if (fd < 0) {
+		log_error("close_on_demote: create iterator: %s", strerror(errno));
+		return;
+	}
+	while ((n = read(fd, rec, sizeof(rec))) > 0) {
+		for (size_t i = 0; i < (size_t)n / sizeof(rec[0]); i++) {
+			struct ms_close_rec *r = &rec[i];
+			int rc = sockdiag_destroy(S.diag_fd, r->family, r->laddr, r->lport,
+			                          r->raddr, r->rport);
+			if (rc == 0 || rc == -ENOENT) {
+				closed += rc == 0; /* ENOENT: it closed meanwhile */
+			} else {
+				failed++;
+				err = -rc;
+			}
+		}
+	}
+	close(fd);
+	memset(S.list->bss->close_mask, 0, sizeof(S.list->bss->close_mask));
+	if (failed)
+		log_warn("close_on_demote: sock_diag could not close %llu connection(s): %s",
+		         (unsigned long long)failed, strerror(err));
+	log_info("close_on_demote: closed %llu steered connections in %llu us (sock_diag)",
+	         (unsigned long long)closed, (unsigned long long)(mono_us() - t0));
+}
+
 /* Runs the iterator once with this mask: destroys the matching sockets. */
 static void close_on_demote(const uint32_t mask[MS_MAX_BACKENDS])
 {
+	if (!S.iter_link) {
+		if (S.list_link)
+			close_by_sockdiag(mask);
+		return;
+	}
 	char buf[64];
 	int fd;
 	uint64_t t0 = mono_us();
@@ -1024,6 +1129,13 @@ static void steer_stop(struct daemon_ctx *d, bool keep)
 	}
 	bpf_link__destroy(S.iter_link);
 	S.iter_link = NULL;
+	bpf_link__destroy(S.list_link);
+	S.list_link = NULL;
+	steer_list__destroy(S.list);
+	S.list = NULL;
+	if (S.diag_fd >= 0)
+		close(S.diag_fd);
+	S.diag_fd = -1;
 	for (int i = 0; i < L_COUNT; i++) {
 		bpf_link__destroy(S.links[i]); /* a pinned link stays attached */
 		S.links[i] = NULL;
@@ -1157,6 +1269,7 @@ static int steer_start(struct daemon_ctx *d, char *err, size_t errlen)
 		}
 		S.subscribed = true;
 	}
+	log_info("kernel features: connect4/getpeername on; close_on_demote %s", S.demote_how);
 	log_info("steer: connect steering %s%s, maps in %s%s",
 	         S.cgroup_fd >= 0 ? "on cgroup " : "off", S.cgroup_fd >= 0 ? S.cgroup : "",
 	         S.pin_dir, S.adopted ? " (adopted)" : "");
@@ -1328,6 +1441,9 @@ static bool steer_ready(char *why, size_t len)
 
 static void steer_status(struct json_object *root)
 {
+	if (S.running && S.demote_how[0])
+		json_object_object_add(root, "close_on_demote",
+		                       json_object_new_string(S.demote_how));
 	if (!S.running || S.cgroup_fd < 0)
 		return;
 	json_object_object_add(root, "cgroup", json_object_new_string(S.cgroup));

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -83,6 +84,7 @@ static struct {
 	struct slot slots6[MS_MAX_BACKENDS];
 
 	uint64_t handoffs; /* sockets taken from servers */
+	char off_why[256]; /* sk_lookup is off for want of kernel support: why */
 	/* relay connects that failed, by backend id, and when the last one was
 	 * logged (mono_ms): written by the relay threads (__atomic) */
 	uint64_t relay_fail[MS_MAX_BACKENDS];
@@ -574,6 +576,31 @@ static void lookup_stop(struct daemon_ctx *d, bool keep)
 		log_info("lookup: stopped (%s)", keep ? "link left pinned" : "detached");
 }
 
+/*
+ * The relay's share of the open-files limit: what is left after a reserve
+ * for everything else (probes, the 6450 proxy's pools and listeners, admin
+ * connections, eBPF objects): 128 plus 8 a backend, at least a quarter of
+ * the limit. Past it the relay stops accepting for a moment instead of
+ * taking the descriptors a probe needs (a failing probe takes the backend
+ * down).
+ */
+static void set_fd_budget(const struct config *cfg)
+{
+	struct rlimit rl;
+	uint64_t lim, reserve;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return;
+	lim = rl.rlim_cur;
+	reserve = 128 + 8 * (uint64_t)cfg->nbackends;
+	if (reserve < lim / 4)
+		reserve = lim / 4;
+	relay_set_fd_budget(S.relay, lim > reserve + 16 ? lim - reserve : 16);
+	log_info("lookup: the relay holds at most %llu descriptors (open files limit %llu)",
+	         (unsigned long long)(lim > reserve + 16 ? lim - reserve : 16),
+	         (unsigned long long)lim);
+}
+
 static int lookup_start(struct daemon_ctx *d, char *err, size_t errlen)
 {
 	const struct config *cfg = d->cfg;
@@ -591,10 +618,23 @@ static int lookup_start(struct daemon_ctx *d, char *err, size_t errlen)
 	if (!S.relay)
 		return -1;
 	relay_set_connect_timeout(S.relay, (unsigned)cfg->connect_timeout_ms);
+	set_fd_budget(cfg);
 	relay_on_connect_fail(S.relay, on_relay_fail, NULL);
-	if (maps_prepare_bpffs(S.pin_dir, err, errlen) || load(err, errlen)) {
+	if (maps_prepare_bpffs(S.pin_dir, err, errlen)) {
 		lookup_stop(d, true);
 		return -1;
+	}
+	/* A kernel without sk_lookup (5.9): the rest runs without it. */
+	if (test_feature_off("sk_lookup"))
+		snprintf(err, errlen, "off by MYSTEER_TEST_NO_FEATURE");
+	if (test_feature_off("sk_lookup") || load(err, errlen)) {
+		snprintf(S.off_why, sizeof(S.off_why), "%s", err);
+		log_warn("kernel features: sk_lookup off (%s): connections to the service ports of "
+		         "this host are not steered",
+		         S.off_why);
+		lookup_stop(d, true);
+		err[0] = 0;
+		return 0;
 	}
 	S.running = true;
 	register_relay_metrics();
@@ -684,6 +724,8 @@ static void lookup_status(struct json_object *root)
 	struct relay_stats st;
 	struct json_object *o;
 
+	if (S.off_why[0])
+		json_object_object_add(root, "sk_lookup_off", json_object_new_string(S.off_why));
 	if (!S.running)
 		return;
 	relay_get_stats(S.relay, &st);
