@@ -63,11 +63,12 @@ struct daemon {
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: mysteerd -c FILE [-f | --check]\n"
-	                "  -c FILE  the config (docs/CONFIG.md)\n"
-	                "  -f       stay in the foreground and log to stderr\n"
-	                "  --check  say what the daemon could and could not do here (kernel,\n"
-	                "           capabilities, backends, grants), one line each; start nothing\n");
+	fprintf(stderr,
+	        "usage: mysteerd -c FILE [-f | --check]\n"
+	        "  -c FILE  the config (docs/CONFIG.md)\n"
+	        "  -f       stay in the foreground and log to stderr\n"
+	        "  --check  say what the daemon could and could not do here (kernel,\n"
+	        "           capabilities, backends, grants), one line each; start nothing\n");
 }
 
 /* controller_id_hooks: a backend id is held while a started part has
@@ -336,7 +337,8 @@ static void say_ready(int *ready_fd)
 	if (*ready_fd >= 0) {
 		log_set_startup_fd(-1);
 		if (io_write_all(*ready_fd, "READY\n", 6) < 0)
-			log_warn("cannot tell the parent that the daemon runs: %s", strerror(errno));
+			log_warn("cannot tell the parent that the daemon runs: %s",
+			         strerror(errno));
 		close(*ready_fd);
 		*ready_fd = -1;
 	}
@@ -387,7 +389,8 @@ static int run(struct daemon *dm, bool foreground)
 	}
 	dm->ctx.controller = dm->ctl;
 	dm->ctx.request_probe = request_probe;
-	controller_set_id_hooks(dm->ctl, &(struct controller_id_hooks){id_busy, id_reused, dm});
+	controller_set_id_hooks(dm->ctl, &(struct controller_id_hooks){
+	                                     .busy = id_busy, .reused = id_reused, .arg = dm});
 	controller_set_persist(dm->ctl, persist, dm);
 
 	struct admin_env env = {.d = &dm->ctx,

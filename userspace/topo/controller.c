@@ -859,10 +859,15 @@ static void recompute(struct controller *c, bool force_publish)
 			    "%s is a replica again (read_only, replicating): no longer demoted",
 			    tb->name);
 		}
-		in[i] = (struct rules_backend){
-		    tb->priority,    tb->weight,  tb->admin, tb->health,  tb->read_only,
-		    tb->replicating, tb->has_lag, tb->lag_s, tb->demoted,
-		};
+		in[i] = (struct rules_backend){.priority = tb->priority,
+		                               .weight = tb->weight,
+		                               .admin = tb->admin,
+		                               .health = tb->health,
+		                               .read_only = tb->read_only,
+		                               .replicating = tb->replicating,
+		                               .has_lag = tb->has_lag,
+		                               .lag_s = tb->lag_s,
+		                               .demoted = tb->demoted};
 		if (c->have_writer && tb->id == c->writer_id)
 			prev = (int)i;
 		if (c->sticky[0] && strcmp(tb->name, c->sticky) == 0)
@@ -870,9 +875,12 @@ static void recompute(struct controller *c, bool force_publish)
 	}
 	if (sticky < 0)
 		c->sticky[0] = '\0'; /* removed: the choice starts over */
-	struct rules_input ri = {
-	    n, in, sticky, c->cfg->writer_policy, c->cfg->max_replication_lag_s, c->cfg->failback,
-	};
+	struct rules_input ri = {.n = n,
+	                         .b = in,
+	                         .prev_writer = sticky,
+	                         .policy = c->cfg->writer_policy,
+	                         .max_lag_s = c->cfg->max_replication_lag_s,
+	                         .failback = c->cfg->failback};
 	struct rules_output ro = {.roles = roles, .reasons = reasons, .extra_writable = extra};
 	rules_decide(&ri, &ro);
 	note_writer(c, sticky, ro.writer);
