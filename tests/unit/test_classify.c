@@ -1,8 +1,8 @@
 /*
  * test_classify.c - the classifier's decisions, table-driven: one row a
  * statement with the token it must get, the flags that must be set and those
- * that must not. Every form docs/CLASSIFIER.md documents has rows here; then routines with and without trust, the
- * thread safety of cls_classify, and hostile inputs (16 MB statements, deep
+ * that must not. Every form docs/CLASSIFIER.md documents has rows here; then routines with and
+ * without trust, the thread safety of cls_classify, and hostile inputs (16 MB statements, deep
  * nesting, NUL bytes, invalid UTF-8) bounded by a generous deadline.
  */
 #include <check.h>

@@ -87,7 +87,8 @@ static void check_kernel(struct check *c, const struct config *cfg)
 	} else {
 		say(c, "ok", "kernel BTF", "present");
 		if (btf__find_by_name_kind(vmlinux, "bpf_sock_destroy", BTF_KIND_FUNC) >= 0)
-			say(c, "ok", "bpf_sock_destroy", "present: close_on_demote closes in the kernel");
+			say(c, "ok", "bpf_sock_destroy",
+			    "present: close_on_demote closes in the kernel");
 		else
 			say(c, cfg->close_on_demote ? "warn" : "ok", "bpf_sock_destroy",
 			    "absent (needs 6.5): close_on_demote cannot use the kernel's iterator");
@@ -150,8 +151,7 @@ static MYSQL_RES *query(MYSQL *m, const char *sql)
 }
 
 /* Returns true when the backend answered (reachable), false otherwise. */
-static bool check_backend(struct check *c, const struct config *cfg,
-                          const struct config_backend *b)
+static bool check_backend(struct check *c, const struct config *cfg, const struct config_backend *b)
 {
 	unsigned int timeout_s = (unsigned)(cfg->timeout_ms + 999) / 1000;
 	char what[TOPO_NAME_MAX + TOPO_HOST_MAX + 32];
