@@ -75,6 +75,6 @@ echo "# reads after a procedure that changed nothing ran on: $r"
 check "a procedure that changes no state leaves the reads on the replicas ($r)" \
 	bash -c "! grep -qw $P1 <<<'$r'"
 check "the proxy logged why a session stays on the writer (debug)" \
-	grep -q "session state changed by a statement of app" "$T/proxy-off.log"
+	grep -q "a session of app stays on the writer from now on: session state a statement or routine made there" "$T/proxy-off.log"
 stop_proxy
 itest_done
