@@ -77,7 +77,11 @@ conns = []
 while True:
     c, _ = s.accept(); conns.append(c)
 "
-sleep 0.3
+# Added only once it listens: a refused connect would be logged as the
+# reason instead of the timeout this part is about.
+bh_listens() { ss -Hltn "sport = :$BH_PORT" | grep -q LISTEN; }
+wait_until 10 bh_listens >/dev/null
+check "the black hole listens" bh_listens
 check "add a black-holed backend" ctl add bh "127.0.0.1:$BH_PORT" priority=50
 ms=$(wait_until 10 state_is bh down)
 check "black hole goes down (${ms} ms)" state_is bh down

@@ -10,8 +10,10 @@
 # The name lives in /etc/hosts: lib.sh runs this script in its own mount
 # namespace (unshare --mount --propagation private), so a temp file is
 # bind-mounted over /etc/hosts here only; the host's file is never written.
-# The sandbox servers bind `*`, so 127.0.0.2:PORT reaches the same server.
+# The sandbox servers listen on 127.0.0.2 too (SANDBOX_BIND), so
+# 127.0.0.2:PORT reaches the same server.
 export SANDBOX_BASE_PORT=${SANDBOX_BASE_PORT:-5306}
+export SANDBOX_BIND=127.0.0.2
 . "$(dirname "$0")/lib.sh"
 itest_init dns
 
