@@ -305,6 +305,16 @@ struct metric_family *metrics_gauge(const char *name, const char *help, const ch
 	return metrics_family(metrics_global(), METRIC_GAUGE, name, help, labels, NULL, 0, flags);
 }
 
+bool metrics_register(const struct metric_def *defs, size_t n, metrics_collect_fn fn, void *arg)
+{
+	struct metrics *m = metrics_global();
+
+	for (size_t i = 0; i < n; i++)
+		*defs[i].family = metrics_family(m, defs[i].type, defs[i].name, defs[i].help,
+		                                 defs[i].labels, NULL, 0, METRIC_COLLECTED);
+	return metrics_add_collector(m, fn, arg) == 0;
+}
+
 struct metric_family *metrics_histogram(const char *name, const char *help,
                                         const char *const *labels, const double *buckets,
                                         size_t nbuckets, unsigned flags)

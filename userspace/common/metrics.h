@@ -69,6 +69,20 @@ struct metric_family *metrics_histogram(const char *name, const char *help,
                                         const char *const *labels, const double *buckets,
                                         size_t nbuckets, unsigned flags);
 
+/* A collector: fn(m, arg) at every render. */
+typedef void (*metrics_collect_fn)(struct metrics *m, void *arg);
+
+/* One family of a part's table of collected figures (counters and gauges). */
+struct metric_def {
+	struct metric_family **family; /* where the family is kept */
+	enum metric_type type;
+	const char *name, *help;
+	const char *const *labels;
+};
+/* Registers every family of defs as METRIC_COLLECTED in the global registry,
+ * then fn as their collector. Returns true once the collector is in. */
+bool metrics_register(const struct metric_def *defs, size_t n, metrics_collect_fn fn, void *arg);
+
 /* The series of these label values (one a label name, in order), made at
  * first use; NULL when the family is full or out of memory. */
 struct metric_series *metric_series(struct metric_family *f, const char *const *values);
@@ -82,8 +96,6 @@ void metric_observe(struct metric_series *s, double v);
 /* Current value (counter, gauge) or observation count (histogram). */
 double metric_value(const struct metric_series *s);
 
-/* A collector: fn(m, arg) at every render. */
-typedef void (*metrics_collect_fn)(struct metrics *m, void *arg);
 int metrics_add_collector(struct metrics *m, metrics_collect_fn fn, void *arg);
 void metrics_remove_collector(struct metrics *m, metrics_collect_fn fn, void *arg);
 

@@ -1402,24 +1402,21 @@ static void register_kernel_metrics(void)
 {
 	static bool done;
 	static const char *const backend[] = {"backend", NULL};
-	const unsigned C = METRIC_COLLECTED;
+	const struct metric_def defs[] = {
+	    {&KM.steered, METRIC_COUNTER, "mysteer_kernel_steered_connections_total",
+	     "Connections the eBPF programs steered to the backend (cgroup connect and sk_lookup)",
+	     backend},
+	    {&KM.active, METRIC_GAUGE, "mysteer_kernel_active_connections",
+	     "Steered connections established and not closed yet", backend},
+	    {&KM.failures, METRIC_COUNTER, "mysteer_kernel_connect_failures_total",
+	     "Steered connections whose connect to the backend failed", backend},
+	    {&KM.closed, METRIC_COUNTER, "mysteer_kernel_closed_on_demote_total",
+	     "Steered connections closed because their backend left the route (close_on_demote)",
+	     backend},
+	};
 
-	if (done)
-		return;
-	KM.steered = metrics_counter("mysteer_kernel_steered_connections_total",
-	                             "Connections the eBPF programs steered to the backend "
-	                             "(cgroup connect and sk_lookup)",
-	                             backend, C);
-	KM.active = metrics_gauge("mysteer_kernel_active_connections",
-	                          "Steered connections established and not closed yet", backend, C);
-	KM.failures =
-	    metrics_counter("mysteer_kernel_connect_failures_total",
-	                    "Steered connections whose connect to the backend failed", backend, C);
-	KM.closed = metrics_counter("mysteer_kernel_closed_on_demote_total",
-	                            "Steered connections closed because their backend left the "
-	                            "route (close_on_demote)",
-	                            backend, C);
-	done = metrics_add_collector(metrics_global(), collect_kernel, NULL) == 0;
+	if (!done)
+		done = metrics_register(defs, sizeof(defs) / sizeof(defs[0]), collect_kernel, NULL);
 }
 
 static bool steer_ready(char *why, size_t len)

@@ -52,38 +52,35 @@ static void collect(struct metrics *m, void *arg)
 static void register_metrics(void)
 {
 	static bool done;
-	static const char *const none[] = {NULL};
 	static const char *const be[] = {"backend", NULL};
-	const unsigned C = METRIC_COLLECTED;
+	const struct metric_def defs[] = {
+	    {&PM.clients, METRIC_GAUGE, "mysteer_proxy_client_connections",
+	     "Client connections of the 6450 proxy open now", NULL},
+	    {&PM.conns, METRIC_GAUGE, "mysteer_proxy_backend_connections",
+	     "Backend connections of the 6450 proxy open now", NULL},
+	    {&PM.idle, METRIC_GAUGE, "mysteer_pool_idle_connections",
+	     "Pooled backend connections waiting for a session", be},
+	    {&PM.in_use, METRIC_GAUGE, "mysteer_pool_in_use_connections",
+	     "Pooled backend connections held by sessions", be},
+	    {&PM.open, METRIC_GAUGE, "mysteer_pool_open_connections",
+	     "Backend connections open (idle, in use, warming, logging in)", be},
+	    {&PM.max, METRIC_GAUGE, "mysteer_pool_max_connections", "pool_max_per_backend", be},
+	    {&PM.waiting, METRIC_GAUGE, "mysteer_pool_waiting_sessions",
+	     "Sessions waiting now for a connection of a full pool", be},
+	    {&PM.opened, METRIC_COUNTER, "mysteer_pool_opened_total",
+	     "Backend connections the pool opened", be},
+	    {&PM.reused, METRIC_COUNTER, "mysteer_pool_reused_total",
+	     "Pooled connections taken instead of opening one", be},
+	    {&PM.resets, METRIC_COUNTER, "mysteer_pool_resets_total",
+	     "COM_RESET_CONNECTIONs sent when parking a connection", be},
+	    {&PM.waits, METRIC_COUNTER, "mysteer_pool_waits_total",
+	     "Sessions that had to wait for a connection", be},
+	    {&PM.wait_timeouts, METRIC_COUNTER, "mysteer_pool_wait_timeouts_total",
+	     "Waits for a connection that ended with an error", be},
+	};
 
-	if (done)
-		return;
-	PM.clients = metrics_gauge("mysteer_proxy_client_connections",
-	                           "Client connections of the 6450 proxy open now", none, C);
-	PM.conns = metrics_gauge("mysteer_proxy_backend_connections",
-	                         "Backend connections of the 6450 proxy open now", none, C);
-	PM.idle = metrics_gauge("mysteer_pool_idle_connections",
-	                        "Pooled backend connections waiting for a session", be, C);
-	PM.in_use = metrics_gauge("mysteer_pool_in_use_connections",
-	                          "Pooled backend connections held by sessions", be, C);
-	PM.open =
-	    metrics_gauge("mysteer_pool_open_connections",
-	                  "Backend connections open (idle, in use, warming, logging in)", be, C);
-	PM.max = metrics_gauge("mysteer_pool_max_connections", "pool_max_per_backend", be, C);
-	PM.waiting = metrics_gauge("mysteer_pool_waiting_sessions",
-	                           "Sessions waiting now for a connection of a full pool", be, C);
-	PM.opened = metrics_counter("mysteer_pool_opened_total",
-	                            "Backend connections the pool opened", be, C);
-	PM.reused = metrics_counter("mysteer_pool_reused_total",
-	                            "Pooled connections taken instead of opening one", be, C);
-	PM.resets = metrics_counter("mysteer_pool_resets_total",
-	                            "COM_RESET_CONNECTIONs sent when parking a connection", be, C);
-	PM.waits = metrics_counter("mysteer_pool_waits_total",
-	                           "Sessions that had to wait for a connection", be, C);
-	PM.wait_timeouts =
-	    metrics_counter("mysteer_pool_wait_timeouts_total",
-	                    "Waits for a connection that ended with an error", be, C);
-	done = metrics_add_collector(metrics_global(), collect, NULL) == 0;
+	if (!done)
+		done = metrics_register(defs, sizeof(defs) / sizeof(defs[0]), collect, NULL);
 }
 
 static const struct config_route *split_route(const struct config *cfg)

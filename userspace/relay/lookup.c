@@ -688,26 +688,22 @@ static void collect_relay(struct metrics *m, void *arg)
 static void register_relay_metrics(void)
 {
 	static bool done;
-	static const char *const none[] = {NULL};
 	static const char *const dir[] = {"direction", NULL};
-	const unsigned C = METRIC_COLLECTED;
+	const struct metric_def defs[] = {
+	    {&RM.accepted, METRIC_COUNTER, "mysteer_relay_connections_total",
+	     "Connections sk_lookup gave to the L4 relay", NULL},
+	    {&RM.active, METRIC_GAUGE, "mysteer_relay_active_connections",
+	     "Relayed connections open now", NULL},
+	    {&RM.failed, METRIC_COUNTER, "mysteer_relay_connect_failures_total",
+	     "Relay connections to a backend that failed", NULL},
+	    {&RM.bytes, METRIC_COUNTER, "mysteer_relay_bytes_total",
+	     "Bytes the relay moved, by direction (to_backend, to_client)", dir},
+	    {&RM.handoffs, METRIC_COUNTER, "mysteer_lookup_handoffs_total",
+	     "Listening sockets taken from local servers for sk_lookup handoff", NULL},
+	};
 
-	if (done)
-		return;
-	RM.accepted = metrics_counter("mysteer_relay_connections_total",
-	                              "Connections sk_lookup gave to the L4 relay", none, C);
-	RM.active = metrics_gauge("mysteer_relay_active_connections",
-	                          "Relayed connections open now", none, C);
-	RM.failed = metrics_counter("mysteer_relay_connect_failures_total",
-	                            "Relay connections to a backend that failed", none, C);
-	RM.bytes =
-	    metrics_counter("mysteer_relay_bytes_total",
-	                    "Bytes the relay moved, by direction (to_backend, to_client)", dir, C);
-	RM.handoffs = metrics_counter("mysteer_lookup_handoffs_total",
-	                              "Listening sockets taken from local servers for sk_lookup "
-	                              "handoff",
-	                              none, C);
-	done = metrics_add_collector(metrics_global(), collect_relay, NULL) == 0;
+	if (!done)
+		done = metrics_register(defs, sizeof(defs) / sizeof(defs[0]), collect_relay, NULL);
 }
 
 static bool lookup_ready(char *why, size_t len)
