@@ -1,11 +1,13 @@
 /*
  * test_evloop.c - the event loop: timer order and deletion, descriptor
- * events, removal inside a callback, and wake-ups from another thread.
+ * events, removal inside a callback, and wake-ups from another thread; and
+ * the array growth the loop's timers (and other parts) use.
  */
 #include <check.h>
 #include <pthread.h>
 #include <unistd.h>
 
+#include "common/array.h"
 #include "common/evloop.h"
 
 static int order[8], norder;
@@ -108,6 +110,40 @@ START_TEST(test_wake_from_thread)
 }
 END_TEST
 
+START_TEST(test_array_reserve)
+{
+	int *v = NULL;
+	size_t n = 0, cap = 0;
+
+	for (int i = 0; i < 100; i++) {
+		ck_assert_int_eq(ARRAY_RESERVE(v, n, cap, 4), 0);
+		v[n++] = i;
+	}
+	ck_assert_uint_eq(cap, 128); /* 4, 8, ..., 128 */
+	for (int i = 0; i < 100; i++)
+		ck_assert_int_eq(v[i], i);
+	free(v);
+
+	/* The capacity's own type runs out: refused, nothing changed. */
+	char *c = malloc(200);
+	unsigned char ccap = 200, cn = 200;
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(ARRAY_RESERVE(c, cn, ccap, 8), -1);
+	ck_assert_uint_eq(ccap, 200);
+	free(c);
+
+	/* A byte size that overflows: refused, nothing changed. */
+	struct big {
+		char b[1 << 20];
+	} *big = NULL;
+	volatile size_t huge = SIZE_MAX / 4; /* not folded into the call */
+	size_t bcap = huge, bn = bcap;
+	ck_assert_int_eq(ARRAY_RESERVE(big, bn, bcap, 1), -1);
+	ck_assert_ptr_null(big);
+	ck_assert_uint_eq(bcap, SIZE_MAX / 4);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("evloop");
@@ -115,6 +151,7 @@ int main(void)
 	tcase_add_test(tc, test_timers_order_and_delete);
 	tcase_add_test(tc, test_fd_event);
 	tcase_add_test(tc, test_wake_from_thread);
+	tcase_add_test(tc, test_array_reserve);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/array.h"
+
 struct fd_slot {
 	ev_fd_fn fn;
 	void *arg;
@@ -158,14 +160,8 @@ uint64_t evloop_add_timer(struct evloop *l, uint64_t ms, ev_timer_fn fn, void *a
 {
 	if (!fn)
 		return 0;
-	if (l->ntimers == l->captimers) {
-		size_t n = l->captimers ? l->captimers * 2 : 64;
-		struct ev_timer *t = realloc(l->timers, n * sizeof(*t));
-		if (!t)
-			return 0;
-		l->timers = t;
-		l->captimers = n;
-	}
+	if (ARRAY_RESERVE(l->timers, l->ntimers, l->captimers, 64) < 0)
+		return 0;
 	struct ev_timer nt = {
 	    .due_ms = mono_ms() + ms, .id = l->next_timer_id++, .fn = fn, .arg = arg};
 	/* Later ids sort after equal deadlines, so timers fire in the order set. */

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "common/log.h"
 
 const double metrics_latency_buckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
@@ -253,14 +254,8 @@ struct metric_family *metrics_family(struct metrics *m, enum metric_type type, c
 		log_error("metrics: %s registered twice with different types or labels", name);
 		return NULL;
 	}
-	if (m->nfams == m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 32;
-		struct metric_family **fams = realloc(m->fams, cap * sizeof(*fams));
-		if (!fams)
-			goto oom;
-		m->fams = fams;
-		m->cap = cap;
-	}
+	if (ARRAY_RESERVE(m->fams, m->nfams, m->cap, 32) < 0)
+		goto oom;
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		goto oom;
@@ -349,14 +344,8 @@ struct metric_series *metric_series(struct metric_family *f, const char *const *
 		metric_inc(f->m->dropped);
 		goto out;
 	}
-	if (f->nseries == f->cap) {
-		size_t cap = f->cap ? f->cap * 2 : 8;
-		struct metric_series **ss = realloc(f->series, cap * sizeof(*ss));
-		if (!ss)
-			goto out;
-		f->series = ss;
-		f->cap = cap;
-	}
+	if (ARRAY_RESERVE(f->series, f->nseries, f->cap, 8) < 0)
+		goto out;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		goto out;

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/array.h"
 #include "common/log.h"
 #include "common/thread.h"
 
@@ -730,14 +731,8 @@ int relay_set_backend(struct relay *r, uint32_t id, const char *bind_addr,
 		l = NULL;
 	}
 	if (!l) {
-		if (r->nls == r->capls) {
-			size_t cap = r->capls ? r->capls * 2 : 8;
-			struct listener *n = realloc(r->ls, cap * sizeof(*n));
-			if (!n)
-				goto fail;
-			r->ls = n;
-			r->capls = cap;
-		}
+		if (ARRAY_RESERVE(r->ls, r->nls, r->capls, 8) < 0)
+			goto fail;
 		int fd = open_listener(bind_addr);
 		if (fd < 0)
 			goto fail;
@@ -802,15 +797,9 @@ static int queue_pair(struct relay *r, int fd_client, int fd_backend, uint32_t l
                       uint16_t lport)
 {
 	pthread_mutex_lock(&r->mu);
-	if (r->nin == r->capin) {
-		size_t cap = r->capin ? r->capin * 2 : 8;
-		void *n = realloc(r->incoming, cap * sizeof(*r->incoming));
-		if (!n) {
-			pthread_mutex_unlock(&r->mu);
-			return -1;
-		}
-		r->incoming = n;
-		r->capin = cap;
+	if (ARRAY_RESERVE(r->incoming, r->nin, r->capin, 8) < 0) {
+		pthread_mutex_unlock(&r->mu);
+		return -1;
 	}
 	r->incoming[r->nin].fd[0] = fd_client;
 	r->incoming[r->nin].fd[1] = fd_backend;
@@ -840,18 +829,12 @@ static void close_request(struct relay *r, uint32_t listener, uint16_t lport)
 	uint64_t one = 1;
 
 	pthread_mutex_lock(&r->mu);
-	if (r->nclosing == r->capclosing) {
-		size_t cap = r->capclosing ? r->capclosing * 2 : 8;
-		void *n = realloc(r->closing, cap * sizeof(*r->closing));
-		if (!n) {
-			pthread_mutex_unlock(&r->mu);
-			log_error("relay: out of memory: relayed connections of listener %u not "
-			          "closed on demote",
-			          listener);
-			return;
-		}
-		r->closing = n;
-		r->capclosing = cap;
+	if (ARRAY_RESERVE(r->closing, r->nclosing, r->capclosing, 8) < 0) {
+		pthread_mutex_unlock(&r->mu);
+		log_error("relay: out of memory: relayed connections of listener %u not "
+		          "closed on demote",
+		          listener);
+		return;
 	}
 	r->closing[r->nclosing].listener = listener;
 	r->closing[r->nclosing].lport = lport;
