@@ -289,10 +289,41 @@ static void parse_repl(struct probe *p, MYSQL_RES *r)
 	p->res.lag_s = p->res.has_lag ? lag : 0;
 }
 
+/* A query step ended: fetch its result next, or fail the probe on `what`. */
+static void query_done(struct probe *p, enum step store, const char *what)
+{
+	if (p->query_ret) {
+		fail(p, what);
+		return;
+	}
+	begin_store(p, store);
+}
+
+/* The result a store step fetched (the caller frees it), or NULL once the
+ * probe has failed on `what`. */
+static MYSQL_RES *take_result(struct probe *p, const char *what)
+{
+	MYSQL_RES *r = p->store_ret;
+
+	p->store_ret = NULL;
+	if (!r)
+		fail(p, what);
+	return r;
+}
+
+static void parse_read_only(struct probe *p, MYSQL_RES *r)
+{
+	MYSQL_ROW row = mysql_fetch_row(r);
+
+	p->res.read_only = row && row[0] && strcmp(row[0], "0") != 0;
+	if (row && mysql_num_fields(r) > 1 && row[1] && strcmp(row[1], "0") != 0)
+		p->res.read_only = true;
+}
+
 static void step_done(struct probe *p)
 {
+	const char *ro_query = "SELECT @@read_only";
 	MYSQL_RES *r;
-	MYSQL_ROW row;
 
 	switch (p->step) {
 	case ST_CONNECT:
@@ -310,23 +341,12 @@ static void step_done(struct probe *p)
 			begin_query(p, ST_Q_RO, Q_RO);
 			return;
 		}
-		if (p->query_ret) {
-			fail(p, "SELECT @@read_only");
-			return;
-		}
-		begin_store(p, ST_S_RO);
+		query_done(p, ST_S_RO, ro_query);
 		return;
 	case ST_S_RO:
-		r = p->store_ret;
-		p->store_ret = NULL;
-		if (!r) {
-			fail(p, "SELECT @@read_only");
+		if (!(r = take_result(p, ro_query)))
 			return;
-		}
-		row = mysql_fetch_row(r);
-		p->res.read_only = row && row[0] && strcmp(row[0], "0") != 0;
-		if (row && mysql_num_fields(r) > 1 && row[1] && strcmp(row[1], "0") != 0)
-			p->res.read_only = true;
+		parse_read_only(p, r);
 		mysql_free_result(r);
 		begin_query(p, ST_Q_REPL, repl_forms[p->repl_form]);
 		return;
@@ -337,19 +357,11 @@ static void step_done(struct probe *p)
 			begin_query(p, ST_Q_REPL, repl_forms[p->repl_form]);
 			return;
 		}
-		if (p->query_ret) {
-			fail(p, repl_forms[p->repl_form]);
-			return;
-		}
-		begin_store(p, ST_S_REPL);
+		query_done(p, ST_S_REPL, repl_forms[p->repl_form]);
 		return;
 	case ST_S_REPL:
-		r = p->store_ret;
-		p->store_ret = NULL;
-		if (!r) {
-			fail(p, repl_forms[p->repl_form]);
+		if (!(r = take_result(p, repl_forms[p->repl_form])))
 			return;
-		}
 		parse_repl(p, r);
 		mysql_free_result(r);
 		finish(p, true);
