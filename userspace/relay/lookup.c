@@ -205,6 +205,17 @@ static void relay6(const struct topo_backend *b)
 		         strerror(errno));
 }
 
+/* No listener was taken; `other` >= 0 is the uid of one that was there but
+ * is not the server's. Said once, until a listener is taken again. */
+static void note_foreign_listener(struct slot *s, const char *backend, const char *where,
+                                  long other, uid_t uid)
+{
+	if (other >= 0 && !s->warned)
+		log_warn("lookup: %s: %s belongs to uid %ld, not to the server's uid %u: not taken",
+		         backend, where, other, (unsigned)uid);
+	s->warned = other >= 0;
+}
+
 static void sync_handoff6(const struct topo_backend *b, bool main_is_v4)
 {
 	struct slot *s = &S.slots6[b->id];
@@ -240,12 +251,10 @@ static void sync_handoff6(const struct topo_backend *b, bool main_is_v4)
 			other = other_any;
 	}
 	if (fd < 0) {
-		if (other >= 0 && !s->warned)
-			log_warn(
-			    "lookup: %s: [::]:%u belongs to uid %ld, not to the server's uid %u: "
-			    "not taken",
-			    b->name, b->port, other, (unsigned)m->uid);
-		s->warned = other >= 0;
+		char where[32];
+
+		snprintf(where, sizeof(where), "[::]:%u", b->port);
+		note_foreign_listener(s, b->name, where, other, m->uid);
 		handoff_tried(s, b->port | V6KEY, false);
 		relay6(b);
 		return;
@@ -290,12 +299,10 @@ static void sync_handoff(const struct topo_backend *b)
 	int fd = handoff_take_listener_uid((const struct sockaddr *)&b->addr,
 	                                   s->uid_known ? (long)s->uid : -1, &uid, &other);
 	if (fd < 0) {
-		if (other >= 0 && !s->warned)
-			log_warn(
-			    "lookup: %s: the listener on port %u belongs to uid %ld, not to the "
-			    "server's uid %u: not taken",
-			    b->name, b->port, other, (unsigned)s->uid);
-		s->warned = other >= 0;
+		char where[40];
+
+		snprintf(where, sizeof(where), "the listener on port %u", b->port);
+		note_foreign_listener(s, b->name, where, other, s->uid);
 		log_debug("lookup: %s: no local listener on port %u yet", b->name, b->port);
 		handoff_tried(s, b->port, false);
 		return;
