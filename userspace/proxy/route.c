@@ -9,6 +9,7 @@
  * (pool.c) and what a client sent (client.c).
  */
 #define _GNU_SOURCE
+#include "common/array.h"
 #include "proxy/engine_int.h"
 
 #include <stdio.h>
@@ -628,14 +629,8 @@ int hist_add(struct client *c, const uint8_t *p, size_t n)
 		c->route = R_WRITER;
 		return 1;
 	}
-	if (c->nhist == c->hist_cap) {
-		size_t cap = c->hist_cap ? c->hist_cap * 2 : 8;
-		struct hist *h = realloc(c->hist, cap * sizeof(*h));
-		if (!h)
-			return -1;
-		c->hist = h;
-		c->hist_cap = cap;
-	}
+	if (ARRAY_RESERVE(c->hist, c->nhist, c->hist_cap, 8) < 0)
+		return -1;
 	c->hist[c->nhist].p = malloc(n);
 	if (!c->hist[c->nhist].p)
 		return -1;

@@ -9,6 +9,7 @@
  * live in one place.
  */
 #define _GNU_SOURCE
+#include "common/array.h"
 #include "proxy/engine_int.h"
 
 #include <stdio.h>
@@ -108,14 +109,8 @@ int bc_add(struct bconn *b, struct skey *k, uint32_t xid)
 	struct bstmt *e = bc_find(b, k);
 
 	if (!e) {
-		if (b->nbst == b->bst_cap) {
-			uint32_t cap = b->bst_cap ? b->bst_cap * 2 : 8;
-			struct bstmt *n = realloc(b->bst, cap * sizeof(*n));
-			if (!n)
-				return -1;
-			b->bst = n;
-			b->bst_cap = cap;
-		}
+		if (ARRAY_RESERVE(b->bst, b->nbst, b->bst_cap, 8) < 0)
+			return -1;
 		e = &b->bst[b->nbst++];
 		e->k = k;
 		e->types = NULL;
