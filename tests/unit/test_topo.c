@@ -442,12 +442,27 @@ START_TEST(test_publish_refcount)
 }
 END_TEST
 
+START_TEST(test_enum_names)
+{
+	ck_assert_str_eq(topo_role_name(ROLE_WRITER), "writer");
+	ck_assert_str_eq(topo_role_name(ROLE_READER), "reader");
+	ck_assert_str_eq(topo_role_name((enum be_role)9), "none");
+	ck_assert_str_eq(topo_health_name(HEALTH_DOWN), "down");
+	ck_assert_str_eq(topo_health_name((enum be_health)-1), "unknown");
+	ck_assert_str_eq(topo_admin_name(ADMIN_DISABLED), "disabled");
+	ck_assert_str_eq(topo_admin_name((enum be_admin)3), "enabled");
+	ck_assert_str_eq(topo_route_role_name(ROUTE_SPLIT), "split");
+	ck_assert_str_eq(topo_route_role_name((enum route_role)3), "writer");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("topo");
 	TCase *tc = tcase_create("rules");
 	tcase_add_loop_test(tc, test_rules_table, 0, (int)(sizeof(cases) / sizeof(cases[0])));
 	tcase_add_test(tc, test_two_writers_warn);
+	tcase_add_test(tc, test_enum_names);
 	tcase_add_test(tc, test_hysteresis);
 	tcase_add_test(tc, test_hysteresis_first_failures);
 	tcase_add_test(tc, test_route_targets);

@@ -25,52 +25,37 @@ static struct {
 } subs[MAX_SUBSCRIBERS];
 static size_t nsubs;
 
+/* Each enum's names, indexed by value. A value out of range reads as the
+ * enum's zero, which is its default. */
+static const char *const role_names[] = {
+    [ROLE_NONE] = "none", [ROLE_WRITER] = "writer", [ROLE_READER] = "reader"};
+static const char *const health_names[] = {
+    [HEALTH_UNKNOWN] = "unknown", [HEALTH_UP] = "up", [HEALTH_DOWN] = "down"};
+static const char *const admin_names[] = {
+    [ADMIN_ENABLED] = "enabled", [ADMIN_DRAINED] = "drained", [ADMIN_DISABLED] = "disabled"};
+static const char *const route_role_names[] = {
+    [ROUTE_WRITER] = "writer", [ROUTE_READER] = "reader", [ROUTE_SPLIT] = "split"};
+
+#define ENUM_NAME(names, v) ((names)[(unsigned)(v) < sizeof(names) / sizeof(*(names)) ? (v) : 0])
+
 const char *topo_role_name(enum be_role r)
 {
-	switch (r) {
-	case ROLE_WRITER:
-		return "writer";
-	case ROLE_READER:
-		return "reader";
-	default:
-		return "none";
-	}
+	return ENUM_NAME(role_names, r);
 }
 
 const char *topo_health_name(enum be_health h)
 {
-	switch (h) {
-	case HEALTH_UP:
-		return "up";
-	case HEALTH_DOWN:
-		return "down";
-	default:
-		return "unknown";
-	}
+	return ENUM_NAME(health_names, h);
 }
 
 const char *topo_admin_name(enum be_admin a)
 {
-	switch (a) {
-	case ADMIN_DRAINED:
-		return "drained";
-	case ADMIN_DISABLED:
-		return "disabled";
-	default:
-		return "enabled";
-	}
+	return ENUM_NAME(admin_names, a);
 }
 
 const char *topo_route_role_name(enum route_role r)
 {
-	switch (r) {
-	case ROUTE_READER:
-		return "reader";
-	case ROUTE_SPLIT:
-		return "split";
-	default:
-		return "writer";
-	}
+	return ENUM_NAME(route_role_names, r);
 }
 
 const char *topo_state_name(const struct topo_backend *b)
