@@ -22,12 +22,12 @@ FUZZ_RUNS  ?= 200000
 FUZZ_TIME  ?= 600
 FUZZ_CORPUS ?= .fuzz-corpus
 
-PKGS       := libbpf inih json-c libpcre2-8 libcrypto libssl libsystemd libmicrohttpd
+PKGS       := libbpf inih json-c libpcre2-8 libcrypto libssl libsystemd libmicrohttpd libcurl
 
 # On a fresh machine `make`, `make test` and `make run` install what is missing
 # first, before anything below asks pkg-config for flags.
 ifneq ($(MAKECMDGOALS),clean)
-ifeq ($(shell pkg-config --exists $(PKGS) check mariadb && command -v bpftool >/dev/null && command -v mariadbd >/dev/null && echo ok),)
+ifeq ($(shell pkg-config --exists $(PKGS) check mariadb && command -v bpftool >/dev/null && command -v mariadbd >/dev/null && command -v etcd >/dev/null && echo ok),)
 $(info mysteer: dependencies missing, running scripts/install-deps.sh)
 $(shell scripts/install-deps.sh >&2)
 endif

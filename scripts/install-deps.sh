@@ -3,7 +3,7 @@
 # Idempotent: when everything is present it only runs dpkg-query (well under
 # 2 s). Must run as root. A package it installs must not start its service
 # (the sandbox runs its own MariaDB servers, the bench its own HAProxy, the metrics test its own
-# Prometheus), and a
+# Prometheus, the cluster test its own etcd), and a
 # service the host already runs is left alone: tests and the bench run in
 # network namespaces of their own, and `make run` checks its ports first.
 set -euo pipefail
@@ -21,6 +21,7 @@ PACKAGES=(
 	valgrind
 	python3-pymysql
 	libmicrohttpd-dev prometheus
+	libcurl4-openssl-dev etcd-server etcd-client
 )
 
 missing=()
@@ -36,7 +37,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 	fi
 	echo "install-deps: installing ${missing[*]}"
 	export DEBIAN_FRONTEND=noninteractive
-	# Keep newly installed services (mariadb, haproxy, prometheus) from starting: a
+	# Keep newly installed services (mariadb, haproxy, prometheus, etcd) from starting: a
 	# policy-rc.d of our own for the install, and the host's own one, if it
 	# has one, put back as it was afterwards.
 	policy=/usr/sbin/policy-rc.d saved=
@@ -55,7 +56,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 	# Nor at the next boot: the services of packages installed just now are
 	# left disabled (one the host had before is not touched).
-	for pair in mariadb-server:mariadb haproxy:haproxy prometheus:prometheus; do
+	for pair in mariadb-server:mariadb haproxy:haproxy prometheus:prometheus etcd-server:etcd; do
 		case " ${missing[*]} " in
 		*" ${pair%%:*} "*)
 			if command -v systemctl >/dev/null 2>&1; then

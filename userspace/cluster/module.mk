@@ -1,0 +1,15 @@
+# cluster: the fleet through etcd (docs/CLUSTER.md). etcd.c is the etcd v3
+# client (gRPC-JSON gateway over libcurl, off the loop); cluster.c the
+# election, the published topology and fencing, as a service of mysteerd.
+CLUSTER_ETCD_OBJS := $(BUILD)/obj/userspace/cluster/etcd.o
+DAEMON_OBJS       += $(CLUSTER_ETCD_OBJS)
+
+# etcd_client: drives the client against a real etcd (etcd_client.sh).
+BINS += $(BUILD)/tests/etcd_client
+# (common/module.mk is read after this one: its objects are named here)
+$(BUILD)/tests/etcd_client: $(BUILD)/obj/tests/integration/etcd_client.o $(CLUSTER_ETCD_OBJS) \
+		$(BUILD)/obj/userspace/common/evloop.o $(BUILD)/obj/userspace/common/log.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+INTEG_TESTS += tests/integration/etcd_client.sh
