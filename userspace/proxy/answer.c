@@ -207,6 +207,20 @@ static void forward(struct bconn *b, const uint8_t *p, size_t n)
 	c->fwd_started = true;
 }
 
+/* An OK of the client's state in place of the backend's answer. */
+static void forward_ok(struct bconn *b, uint8_t seq)
+{
+	struct client *c = b->c;
+	uint8_t pkt[PKT_HDR + 32];
+	uint16_t st = (c->autocommit_off ? 0 : SST_AUTOCOMMIT) | (c->in_trans ? SST_IN_TRANS : 0);
+	int n = ok_build(pkt + PKT_HDR, sizeof(pkt) - PKT_HDR, 0, 0, 0, st, 0);
+
+	if (n <= 0)
+		return;
+	pkt_put_hdr(pkt, (uint32_t)n, seq);
+	forward(b, pkt, PKT_HDR + (size_t)n);
+}
+
 /* Streams the fragments in b->in to the client, whole small ones and pieces of
  * large ones, until the answer ends or the client's buffer is full. */
 void bconn_answers(struct bconn *b)
@@ -265,7 +279,11 @@ again:
 		size_t fwd = take;
 		if (b->rt.ok_now && !b->frag_drop && take == f.len && f.len < PKT_MAX_FRAG)
 			fwd = client_ok_form(b, p, take, f.seq);
-		forward(b, p, PKT_HDR + fwd);
+		if (first && st == RS_DONE && !b->frag_drop &&
+		    kill_answer_gone(c, p, PKT_HDR + take))
+			forward_ok(b, f.seq);
+		else
+			forward(b, p, PKT_HDR + fwd);
 		buf_consume(&b->in, PKT_HDR + take);
 		b->frag_left = f.len - (uint32_t)take;
 		if (st != RS_DONE)
@@ -353,6 +371,10 @@ static void on_answer_done(struct client *c, struct bconn *b)
 	 * one may read them again there (mariadb-test sends SHOW WARNINGS
 	 * itself after a statement that warned, before the test's own
 	 * @@warning_count). */
+	/* the proxy's KILL QUERY (ops.c) leaves nothing on its connection:
+	 * back to the pool at once (on a reader it is not the session's) */
+	if (c->route == R_TARGET)
+		clean = true;
 	bool hold =
 	    (c->cur_kind == RESP_PREPARE && c->cur_ps && ps_reads_prev_state(c->cur_ps)) ||
 	    (c->cur_classified && c->cur_tok == CLS_READ && (c->cur_flags & CLS_F_PREV_STATE));

@@ -221,6 +221,7 @@ static void client_ok(struct client *c, uint8_t seq)
 void cmd_done(struct client *c)
 {
 	c->cur = NULL;
+	sess_running(c, NULL);
 	c->st = C_IDLE;
 	c->has_exclude = false;
 	c->retries = 0;
@@ -446,6 +447,7 @@ static void client_command(struct client *c, const uint8_t *p, size_t n)
 	c->cur_ps = NULL;
 	c->route = R_LAST;
 	c->cur_kind = RESP_GENERIC;
+	c->kill_soft = false;
 	if (n == 0) {
 		client_err(c, 1, 1047, "08S01", "Unknown command");
 		return;
@@ -460,6 +462,14 @@ static void client_command(struct client *c, const uint8_t *p, size_t n)
 	}
 	memcpy(c->cmd.d + c->cmd.len, p, n);
 	c->cmd.len += n;
+	/* CONNECTION_ID() is the proxy's id, and KILL takes one (ops.c): the
+	 * statement goes on as c->cmd has it now */
+	if (n > 1 && (p[0] == COM_QUERY || p[0] == COM_STMT_PREPARE)) {
+		if (ops_statement(c) != 0)
+			return;
+		p = c->cmd.d + c->cmd.off;
+		n = buf_used(&c->cmd);
+	}
 	switch (p[0]) {
 	case COM_QUIT:
 		c->closing = true;
@@ -549,7 +559,12 @@ static void send_handshake(struct client *c)
 	int n;
 
 	snprintf(h.server_version, sizeof(h.server_version), "%s", SERVER_VERSION);
-	h.conn_id = atomic_fetch_add(&c->w->e->next_conn_id, 1);
+	/* one counter for the workers: unique over the engine (KILL, ops.c);
+	 * 0 is no id, skipped when the counter wraps */
+	do
+		c->conn_id = atomic_fetch_add(&c->w->e->next_conn_id, 1);
+	while (c->conn_id == 0);
+	h.conn_id = c->conn_id;
 	memcpy(h.scramble, c->scramble, SCRAMBLE_LEN);
 	h.scramble_len = SCRAMBLE_LEN;
 	h.caps = PROXY_CAPS | (engine_tls_on(c->w->e) ? CAP_SSL : 0);
@@ -642,6 +657,7 @@ static void check_password(struct client *c, const uint8_t *reply, size_t n, uin
 	c->deadline_ms = 0;
 	c->active_ms = now_ms();
 	preauth_unlink(c);
+	sess_register(c);
 	/* warm connections log in like the last client of this user, so that
 	 * the next one of its kind can take them */
 	for (size_t i = 0; i < c->w->nghosts; i++)
@@ -1173,6 +1189,7 @@ void client_close(struct client *c)
 	if (c->dead)
 		return;
 	preauth_unlink(c);
+	sess_unregister(c);
 	wait_dequeue(c);
 	reader_release(c);
 	if (c->wconn)

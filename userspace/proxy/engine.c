@@ -137,6 +137,7 @@ void worker_once(struct worker *w, int timeout_ms)
 			if (read(w->wakefd, &v, sizeof(v)) < 0)
 				log_debug("proxy: wake: %s", strerror(errno));
 			w->kick = true; /* another worker freed a slot, or waits */
+			sess_kills(w);
 			break;
 		case EV_CLIENT: {
 			struct client *c = (struct client *)t;
@@ -400,6 +401,7 @@ void proxy_engine_stop(struct proxy_engine *e)
 	pthread_mutex_destroy(&e->users_mu);
 	tls_ctx_free(e->tls_ctx);
 	pthread_mutex_destroy(&e->tls_mu);
+	pthread_mutex_destroy(&e->sess_mu);
 	free(e);
 }
 
@@ -483,6 +485,7 @@ static struct proxy_engine *engine_new(const struct config *cfg, int n, char *er
 	}
 	pthread_mutex_init(&e->users_mu, NULL);
 	pthread_mutex_init(&e->tls_mu, NULL);
+	pthread_mutex_init(&e->sess_mu, NULL);
 	if (tls_apply(e, cfg, err, errlen) < 0) {
 		proxy_engine_stop(e);
 		return NULL;

@@ -58,6 +58,8 @@
 #define SWEEP_MS       250
 #define PROXY_MAX_IDS  TOPO_MAX_IDS
 #define PS_KEY_BUCKETS 256
+/* the sessions of all workers by connection id (ops.c) */
+#define SESS_BUCKETS 1024
 /* A worker's oldest waiter ticket for a backend when none of its sessions
  * waits for it (struct worker, oldest). */
 #define WAIT_NONE UINT64_MAX
@@ -232,7 +234,24 @@ struct client {
 	int retries;
 	uint32_t exclude_id;
 	bool has_exclude;
-	enum { R_WRITER, R_READER, R_LAST, R_TRX } route; /* of the command in flight */
+	/* of the command in flight; R_TARGET: the backend target_id (the KILL
+	 * QUERY the proxy sends for a KILL, ops.c) */
+	enum { R_WRITER, R_READER, R_LAST, R_TRX, R_TARGET } route;
+	uint32_t target_id;
+	/* the command in flight is that KILL QUERY: the thread gone there
+	 * (ERR 1094) is a KILL done for the client (kill_answer_gone) */
+	bool kill_soft;
+	/* the id of its handshake (CONNECTION_ID() through 6450), and its
+	 * entry in the engine's registry of sessions (ops.c): reg_user and
+	 * reg_next under e->sess_mu; running: the backend id (high 32 bits)
+	 * and server thread id its statement runs on now, 0 for none;
+	 * kill_conn: a KILL CONNECTION of another worker ends it */
+	uint32_t conn_id;
+	bool registered;
+	char reg_user[128];
+	struct client *reg_next;
+	_Atomic uint64_t running;
+	_Atomic bool kill_conn;
 	bool cur_hist;          /* the command in flight is the last history entry */
 	bool in_process;        /* client_process() is running: no nesting */
 	struct bconn *trx_conn; /* the reader of a READ ONLY transaction */
@@ -279,6 +298,7 @@ struct bconn {
 	enum bstate st;
 	struct client *c;
 	uint32_t backend_id;
+	uint32_t thread_id; /* the server's id of this connection (its handshake) */
 	char name[TOPO_NAME_MAX];
 	struct metric_series *m_stmts, *m_seconds; /* its figures (proxy_metrics_answered) */
 	bool writer;
@@ -390,6 +410,9 @@ struct proxy_engine {
 	 * over all workers (wait.c) */
 	_Atomic uint64_t wait_tickets;
 	_Atomic uint32_t next_conn_id;
+	/* the logged-in sessions of all workers by conn_id (ops.c) */
+	pthread_mutex_t sess_mu;
+	struct client *sess[SESS_BUCKETS];
 	_Atomic bool trust_routines;
 	/* reader_policy = least_conn: a session's reader is the one with the
 	 * fewest sessions reading there per unit of weight (be_readers) */
@@ -458,6 +481,7 @@ struct worker {
 	int wait_n[PROXY_MAX_IDS]; /* of them, per backend id */
 	int nwaiting;              /* of them, in all */
 	bool kick;                 /* a slot or a pooled connection came free: serve them */
+	_Atomic bool kills;        /* a session of it has kill_conn set (ops.c) */
 };
 
 /* ---- buffers ---- */
@@ -774,5 +798,14 @@ void accept_resume(struct worker *w);
  * NULL when TLS is not configured (or out of memory) */
 struct ssl_st *engine_tls_new(struct proxy_engine *e, int fd);
 bool engine_tls_on(struct proxy_engine *e);
+
+/* ops.c: the registry of sessions, CONNECTION_ID() and KILL */
+void sess_register(struct client *c);
+void sess_unregister(struct client *c);
+void sess_set_user(struct client *c);
+void sess_running(struct client *c, const struct bconn *b);
+void sess_kills(struct worker *w);
+int ops_statement(struct client *c);
+bool kill_answer_gone(struct client *c, const uint8_t *p, size_t n);
 
 #endif

@@ -282,6 +282,43 @@ static struct bconn *get_reader(struct client *c, const struct topology *t, char
 	return get_writer(c, t, msg, cap); /* no live reader: the writer stands in */
 }
 
+/*
+ * A connection of the session to backend target_id (the proxy's KILL QUERY,
+ * ops.c): the session's writer or reader connection when it is there, else
+ * the writer's, else one of that backend taken as the session's reader
+ * connection for this command (mux_next gave back the one it held, unless
+ * the session's state is on it).
+ */
+static struct bconn *get_target(struct client *c, const struct topology *t, char *msg, size_t cap)
+{
+	const struct topo_backend *be = NULL;
+	const struct topo_backend *w = t ? cur_writer(t) : NULL;
+
+	if (c->wconn && c->wconn->backend_id == c->target_id)
+		return c->wconn;
+	if (c->rconn && c->rconn->backend_id == c->target_id)
+		return c->rconn;
+	if (w && w->id == c->target_id)
+		return get_writer(c, t, msg, cap);
+	for (size_t i = 0; t && i < t->nbackends; i++)
+		if (t->backends[i].id == c->target_id && topo_backend_usable(&t->backends[i]))
+			be = &t->backends[i];
+	if (!be) {
+		snprintf(msg, cap, "mysteer: the backend of that session's statement is gone");
+		return NULL;
+	}
+	if (c->rconn) {
+		snprintf(msg, cap,
+		         "mysteer: this session holds a reader connection (a transaction): KILL "
+		         "of a statement on another reader cannot run from it now");
+		return NULL;
+	}
+	c->rconn = conn_get(c, be, false);
+	if (!c->rconn && !c->must_wait)
+		snprintf(msg, cap, "mysteer: cannot connect to %s", be->name);
+	return c->rconn;
+}
+
 static bool gtid_text_ok(const char *g)
 {
 	if (!*g)
@@ -425,6 +462,7 @@ int send_cmd(struct client *c, struct bconn *b)
 	c->cur = b;
 	c->fwd_started = false;
 	c->st = C_BUSY;
+	sess_running(c, b);
 	return bconn_flush(b);
 }
 
@@ -457,6 +495,9 @@ void route_cmd(struct client *c)
 		break;
 	case R_WRITER:
 		b = get_writer(c, t, msg, sizeof(msg));
+		break;
+	case R_TARGET:
+		b = get_target(c, t, msg, sizeof(msg));
 		break;
 	}
 	if (t)

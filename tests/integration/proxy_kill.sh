@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# proxy_kill.sh - CONNECTION_ID() and KILL through the 6450 proxy (ops.c),
+# two workers, real clients:
+# - the mariadb CLI: the connection id its `status` shows (the proxy's
+#   handshake) is what SELECT CONNECTION_ID() answers;
+# - PyMySQL (proxy_kill.py): ids unique over the workers, CONNECTION_ID()
+#   inside larger statements; client A runs SELECT SLEEP(30), client B (same
+#   user) KILL QUERY <A's id>: A gets ERROR 1317 within seconds and its
+#   session goes on, on a replica and inside a transaction on the writer;
+#   another user is refused (1095), an unknown id is 1094, KILL USER and a
+#   KILL in a multi-statement 1235; KILL CONNECTION ends A (1927) and its
+#   statement on the backend, an idle session, and a session itself;
+# - no killed SLEEP is left running on any server, no KILL reached one as
+#   the client wrote it.
+. "$(dirname "$0")/lib.sh"
+itest_init proxy_kill
+itest_sandbox_up
+
+PP=6450
+ITEST_APP_ADMIN=1
+ITEST_PROXY_EXTRA="workers = 2" itest_write_config "$T/mysteer.conf"
+itest_daemon_start "$T/mysteer.conf" || exit 1
+wait_until 20 bash -c "[ \"\$('$MYSTEERCTL' --socket '$T/admin.sock' --json status |
+	python3 -c 'import json,sys; print(json.load(sys.stdin)[\"writer\"])')\" = db1 ]" >/dev/null ||
+	{ echo "not ok - no writer"; tail -n 20 "$T/mysteerd.log"; exit 1; }
+wait_until 20 sql $PP "SELECT 1" >/dev/null
+
+out=$(mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp --connect-timeout=10 \
+	-e "status; SELECT CONNECTION_ID() AS cid" 2>&1)
+hs=$(awk -F':[ \t]+' '/^Connection id:/ {print $2}' <<<"$out")
+cid=$(awk '/^cid/ {getline; print $1}' <<<"$out")
+echo "# mariadb CLI: Connection id: $hs, CONNECTION_ID(): $cid"
+check "mariadb CLI: CONNECTION_ID() is the handshake's id ($hs)" [ -n "$hs" -a "$hs" = "$cid" ]
+
+sql_root $P1 "SET GLOBAL general_log_file = '$T/general.log', general_log = 1" >/dev/null
+/usr/bin/python3 "$(dirname "$0")/proxy_kill.py" $PP $P1 >"$T/py.out" 2>&1
+rc=$?
+cat "$T/py.out"
+check "proxy_kill.py: every check passed" [ $rc -eq 0 ]
+check "proxy_kill.py ran to the end" grep -q "B still works" "$T/py.out"
+sql_root $P1 "SET GLOBAL general_log = 0" >/dev/null
+
+left=0
+for p in $P1 $P2 $P3; do
+	n=$(sql_root $p "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT SLEEP(30)%'")
+	left=$((left + n))
+done
+check_eq "no killed SLEEP(30) still runs on a server" 0 "$left"
+check "the writer never got KILL USER nor a client's KILL <proxy id>" \
+	bash -c "! grep -Ei 'KILL (USER|[0-9]|CONNECTION)' '$T/general.log'"
+kills=$(grep -c "KILL QUERY" "$T/general.log")
+echo "# the writer ran $kills KILL QUERY of the proxy's"
+check "the proxy's KILL QUERY reached the writer (the transaction's statement)" [ "$kills" -ge 1 ]
+check "mysteerd logged the KILLs" grep -q "proxy: KILL QUERY" "$T/mysteerd.log"
+check "mysteerd is still running" kill -0 "$ITEST_DAEMON_PID"
+itest_done
