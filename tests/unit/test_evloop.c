@@ -1,14 +1,19 @@
 /*
  * test_evloop.c - the event loop: timer order and deletion, descriptor
  * events, removal inside a callback, and wake-ups from another thread; and
- * the array growth the loop's timers (and other parts) use.
+ * the array growth the loop's timers (and other parts) use, and the
+ * non-blocking socket step every handler on a loop takes.
  */
 #include <check.h>
 #include <pthread.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "common/array.h"
 #include "common/evloop.h"
+#include "common/io.h"
 
 static int order[8], norder;
 
@@ -144,6 +149,30 @@ START_TEST(test_array_reserve)
 }
 END_TEST
 
+START_TEST(test_io_steps)
+{
+	int sv[2];
+	char buf[8];
+	size_t n = 99;
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+	ck_assert_int_eq(io_recv_step(sv[0], buf, sizeof(buf), &n), IO_AGAIN);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_int_eq(io_send_step(sv[1], "abc", 3, &n), IO_MOVED);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_int_eq(io_recv_step(sv[0], buf, sizeof(buf), &n), IO_MOVED);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_int_eq(memcmp(buf, "abc", 3), 0);
+	close(sv[1]);
+	ck_assert_int_eq(io_recv_step(sv[0], buf, sizeof(buf), &n), IO_CLOSED);
+	ck_assert_int_eq(errno, 0); /* the end of the stream, not an error */
+	/* A closed peer is IO_CLOSED with EPIPE, not a SIGPIPE. */
+	ck_assert_int_eq(io_send_step(sv[0], "x", 1, &n), IO_CLOSED);
+	ck_assert_int_eq(errno, EPIPE);
+	close(sv[0]);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("evloop");
@@ -152,6 +181,7 @@ int main(void)
 	tcase_add_test(tc, test_fd_event);
 	tcase_add_test(tc, test_wake_from_thread);
 	tcase_add_test(tc, test_array_reserve);
+	tcase_add_test(tc, test_io_steps);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

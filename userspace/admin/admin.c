@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "common/evloop.h"
+#include "common/io.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/testenv.h"
@@ -581,16 +582,15 @@ static void conn_close(struct conn *c)
 static void conn_flush(struct conn *c)
 {
 	while (c->outoff < c->outlen) {
-		ssize_t w = send(c->fd, c->out + c->outoff, c->outlen - c->outoff, MSG_NOSIGNAL);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		size_t w;
+		enum io_step st =
+		    io_send_step(c->fd, c->out + c->outoff, c->outlen - c->outoff, &w);
+
+		if (st == IO_AGAIN)
 			return;
-		if (w <= 0) {
-			conn_close(c);
-			return;
-		}
-		c->outoff += (size_t)w;
+		if (st == IO_CLOSED)
+			break;
+		c->outoff += w;
 		c->active = mono_ms();
 	}
 	conn_close(c);
@@ -626,19 +626,20 @@ static void on_conn(struct evloop *l, int fd, unsigned events, void *arg)
 		return;
 	}
 	for (;;) {
-		ssize_t r = recv(fd, c->in + c->inlen, sizeof(c->in) - 1 - c->inlen, 0);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		size_t r;
+		enum io_step st =
+		    io_recv_step(fd, c->in + c->inlen, sizeof(c->in) - 1 - c->inlen, &r);
+
+		if (st == IO_AGAIN)
 			return;
-		if (r <= 0) {
+		if (st == IO_CLOSED) {
 			conn_close(c);
 			return;
 		}
 		c->active = mono_ms();
 		/* memchr: a NUL byte in the request must not hide its newline */
-		char *nl = memchr(c->in + c->inlen, '\n', (size_t)r);
-		c->inlen += (size_t)r;
+		char *nl = memchr(c->in + c->inlen, '\n', r);
+		c->inlen += r;
 		c->in[c->inlen] = '\0';
 		if (nl) {
 			*nl = '\0';

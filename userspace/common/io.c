@@ -33,6 +33,38 @@ int io_write_all(int fd, const void *buf, size_t n)
 	return 0;
 }
 
+static enum io_step step_result(ssize_t r, size_t *done)
+{
+	*done = r > 0 ? (size_t)r : 0;
+	if (r > 0)
+		return IO_MOVED;
+	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return IO_AGAIN;
+	if (r == 0)
+		errno = 0;
+	return IO_CLOSED;
+}
+
+enum io_step io_recv_step(int fd, void *buf, size_t n, size_t *done)
+{
+	ssize_t r;
+
+	do
+		r = recv(fd, buf, n, 0);
+	while (r < 0 && errno == EINTR);
+	return step_result(r, done);
+}
+
+enum io_step io_send_step(int fd, const void *buf, size_t n, size_t *done)
+{
+	ssize_t r;
+
+	do
+		r = send(fd, buf, n, MSG_NOSIGNAL);
+	while (r < 0 && errno == EINTR);
+	return step_result(r, done);
+}
+
 int io_mkdir_p(const char *path, mode_t mode)
 {
 	char tmp[4096];
