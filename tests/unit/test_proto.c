@@ -728,6 +728,35 @@ START_TEST(resp_err_and_prepare)
 }
 END_TEST
 
+/* LOAD DATA LOCAL INFILE: the 0xFB request only on a connection that asked
+ * for CLIENT_LOCAL_FILES, then the statement's OK or ERR, nothing else. */
+START_TEST(resp_local_infile)
+{
+	struct resp_tracker t;
+	uint8_t req[] = {0xfb, '/', 't', 'm', 'p'}, ok[16], err[64], cnt[] = {1};
+	int n = ok_build(ok, sizeof(ok), 0, 3, 0, SST_AUTOCOMMIT, 0);
+	int en = err_build(err, sizeof(err), 1062, "23000", "Duplicate entry");
+
+	resp_init(&t, RESP_GENERIC, PROXY_CAPS);
+	ck_assert_int_eq(feed(&t, req, sizeof(req)), RS_ERROR);
+	resp_init(&t, RESP_GENERIC, PROXY_CAPS | CAP_LOCAL_FILES);
+	ck_assert(resp_needs_whole(&t, req, 1, sizeof(req)));
+	ck_assert_int_eq(feed(&t, req, sizeof(req)), RS_INFILE);
+	ck_assert(resp_needs_whole(&t, ok, 1, (uint32_t)n));
+	ck_assert_int_eq(feed(&t, ok, (size_t)n), RS_DONE);
+	ck_assert(!t.saw_err);
+	resp_init(&t, RESP_GENERIC, PROXY_CAPS | CAP_LOCAL_FILES);
+	ck_assert_int_eq(feed(&t, req, sizeof(req)), RS_INFILE);
+	ck_assert_int_eq(feed(&t, err, (size_t)en), RS_DONE);
+	ck_assert(t.saw_err);
+	resp_init(&t, RESP_GENERIC, PROXY_CAPS | CAP_LOCAL_FILES);
+	ck_assert_int_eq(feed(&t, req, sizeof(req)), RS_INFILE);
+	ck_assert_int_eq(feed(&t, cnt, 1), RS_ERROR); /* no result set after a file */
+	resp_init(&t, RESP_PREPARE, PROXY_CAPS | CAP_LOCAL_FILES);
+	ck_assert_int_eq(feed(&t, req, sizeof(req)), RS_ERROR);
+}
+END_TEST
+
 START_TEST(auth_switch)
 {
 	uint8_t buf[64], scr[SCRAMBLE_LEN], got[SCRAMBLE_LEN];
@@ -773,6 +802,7 @@ int main(void)
 	tcase_add_test(tc, resp_cursor_flag);
 	tcase_add_test(tc, resp_err_and_prepare);
 	tcase_add_test(tc, auth_switch);
+	tcase_add_test(tc, resp_local_infile);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

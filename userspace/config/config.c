@@ -374,6 +374,7 @@ static const struct keydef keydefs[] = {
     {SEC_PROXY, "tls_key", K_PEM, F(tls_key), 0, 0},
     {SEC_PROXY, "tls_ca", K_PEM, F(tls_ca), 0, 0},
     {SEC_PROXY, "require_secure_transport", K_BOOL, F(require_secure_transport), 0, 0},
+    {SEC_PROXY, "local_infile", K_BOOL, F(local_infile), 0, 0},
 };
 
 static const char *const log_level_names[] = {"error", "warn", "info", "debug"};
@@ -1087,6 +1088,7 @@ static void set_defaults(struct config *c)
 	c->max_replication_lag_s = 10;
 	c->writer_policy = WRITER_POLICY_READ_ONLY;
 	c->trust_routine_characteristics = false;
+	c->local_infile = true;
 
 	parse_ip("127.0.0.1", &c->vips[0]);
 	parse_ip("::1", &c->vips[1]);

@@ -117,6 +117,7 @@ struct config {
 	 * offers TLS; tls_ca checks client certificates that are sent */
 	char tls_cert[4096], tls_key[4096], tls_ca[4096];
 	bool require_secure_transport; /* R: a plain-text login gets ERR 3159 */
+	bool local_infile; /* R: LOAD DATA LOCAL INFILE through 6450 (CLIENT_LOCAL_FILES) */
 
 	struct config_route *routes;
 	size_t nroutes;

@@ -286,6 +286,12 @@ again:
 			forward(b, p, PKT_HDR + fwd);
 		buf_consume(&b->in, PKT_HDR + take);
 		b->frag_left = f.len - (uint32_t)take;
+		if (st == RS_INFILE && !b->frag_drop) {
+			/* the client sends the file now (infile_pump) */
+			c->infile = true;
+			c->infile_left = 0;
+			c->infile_cont = false;
+		}
 		if (st != RS_DONE)
 			continue;
 		if (b->internal > 0) {

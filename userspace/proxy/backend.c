@@ -213,7 +213,8 @@ static void bconn_login(struct bconn *b, const uint8_t *p, size_t n, uint8_t seq
 	/* Session tracking whatever the client asked: the proxy reads last_gtid
 	 * and state changes in the OK packets, and gives a client without it
 	 * the plain form (client_ok_form). */
-	r.caps = (c->caps & hs.caps & PROXY_CAPS & ~(CAP_CONNECT_ATTRS | CAP_CONNECT_WITH_DB)) |
+	r.caps = (c->caps & hs.caps & (PROXY_CAPS | CAP_LOCAL_FILES) &
+	          ~(CAP_CONNECT_ATTRS | CAP_CONNECT_WITH_DB)) |
 	         (hs.caps & CAP_SESSION_TRACK) | CAP_PROTOCOL_41 | CAP_SECURE_CONNECTION |
 	         CAP_PLUGIN_AUTH;
 	if (c->db0[0]) {
@@ -351,6 +352,13 @@ void bconn_event(struct bconn *b, uint32_t events)
 	if ((events & EPOLLOUT) && bconn_flush(b) < 0) {
 		bconn_fail(b, "write failed");
 		return;
+	}
+	/* LOAD DATA LOCAL: room for more of the client's file */
+	if ((events & EPOLLOUT) && b->c && b->c->infile && b->c->cur == b &&
+	    buf_used(&b->out) < OUT_HIGH_WATER) {
+		client_process(b->c);
+		if (b->dead)
+			return;
 	}
 	if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP)))
 		return;

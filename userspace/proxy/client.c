@@ -27,7 +27,7 @@
  * queue holds OUT_CMD_MAX (it reads its answers first). */
 static bool client_takes(const struct client *c)
 {
-	return c->st != C_BUSY && !c->shedding && buf_used(&c->out) < OUT_CMD_MAX;
+	return c->st != C_BUSY && !c->shedding && !c->infile && buf_used(&c->out) < OUT_CMD_MAX;
 }
 
 /* Whether to read from the client now: not while the commands it pipelined
@@ -39,6 +39,9 @@ static bool client_reads(const struct client *c)
 	if (c->shedding)
 		return true; /* to drop it (shed_event) */
 	if (buf_used(&c->out) >= OUT_CMD_MAX)
+		return false;
+	/* a LOAD DATA LOCAL file: as fast as the backend takes it */
+	if (c->infile && c->st == C_BUSY && c->cur && buf_used(&c->cur->out) >= OUT_HIGH_WATER)
 		return false;
 	return c->st != C_BUSY || buf_used(&c->in) < IN_HIGH_WATER;
 }
@@ -567,7 +570,8 @@ static void send_handshake(struct client *c)
 	h.conn_id = c->conn_id;
 	memcpy(h.scramble, c->scramble, SCRAMBLE_LEN);
 	h.scramble_len = SCRAMBLE_LEN;
-	h.caps = PROXY_CAPS | (engine_tls_on(c->w->e) ? CAP_SSL : 0);
+	h.caps = PROXY_CAPS | (engine_tls_on(c->w->e) ? CAP_SSL : 0) |
+	         (atomic_load(&c->w->e->local_infile) ? CAP_LOCAL_FILES : 0);
 	h.ext_caps = PROXY_EXT_CAPS;
 	h.charset = CHARSET_UTF8MB4;
 	h.status = SST_AUTOCOMMIT;
@@ -718,7 +722,8 @@ static void client_auth(struct client *c, const uint8_t *p, size_t n, uint8_t se
 		return;
 	}
 	snprintf(c->user, sizeof(c->user), "%s", r.user);
-	c->caps = r.caps & PROXY_CAPS;
+	c->caps =
+	    r.caps & (PROXY_CAPS | (atomic_load(&c->w->e->local_infile) ? CAP_LOCAL_FILES : 0));
 	c->ext_caps = r.ext_caps & PROXY_EXT_CAPS;
 	c->charset = r.charset;
 	if (r.has_db) {
@@ -733,6 +738,52 @@ static void client_auth(struct client *c, const uint8_t *p, size_t n, uint8_t se
 		return;
 	}
 	check_password(c, r.auth, r.auth_len, (uint8_t)(seq + 1));
+}
+
+/*
+ * LOAD DATA LOCAL INFILE: the file's packets the client sends go on to the
+ * backend connection of the statement as they come, a piece of a packet
+ * as soon as it is read (nothing is held whole: the memory a file takes is
+ * the client's input buffer and the connection's OUT_HIGH_WATER), until
+ * the empty packet that ends the file. When the statement is over already
+ * (the server answered early, or its connection failed) the rest is read
+ * and dropped.
+ */
+static void infile_pump(struct client *c)
+{
+	struct bconn *b = c->st == C_BUSY ? c->cur : NULL;
+	bool wrote = false;
+
+	while (c->infile && buf_used(&c->in) > 0) {
+		const uint8_t *p = c->in.d + c->in.off;
+		size_t avail = buf_used(&c->in), take;
+
+		if (b && buf_used(&b->out) >= OUT_HIGH_WATER)
+			break;
+		if (c->infile_left == 0) {
+			uint32_t len;
+
+			if (avail < PKT_HDR)
+				break;
+			len = p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16;
+			take = PKT_HDR;
+			if (len == 0 && !c->infile_cont)
+				c->infile = false;
+			c->infile_cont = len == PKT_MAX_FRAG;
+			c->infile_left = len;
+		} else {
+			take = avail < c->infile_left ? avail : c->infile_left;
+			c->infile_left -= (uint32_t)take;
+		}
+		if (b && buf_append(&b->out, p, take) < 0) {
+			c->closing = true;
+			return;
+		}
+		wrote |= b != NULL;
+		buf_consume(&c->in, take);
+	}
+	if (wrote && bconn_flush(b) < 0)
+		bconn_fail(b, "write failed");
 }
 
 /* Handles the whole packets in c->in while the client may send commands.
@@ -792,6 +843,13 @@ void client_process(struct client *c)
 	if (c->in_process || c->dead)
 		return;
 	c->in_process = true;
+	if (c->infile) {
+		infile_pump(c);
+		if (c->dead) {
+			c->in_process = false;
+			return;
+		}
+	}
 	do {
 		paused = take_packets(c);
 		if (c->dead || c->shedding)
@@ -802,7 +860,8 @@ void client_process(struct client *c)
 	c->in_process = false;
 	if (c->dead || c->shedding)
 		return;
-	buf_trim(&c->in);
+	if (!c->infile) /* a file's packets come on: the buffer serves the next read */
+		buf_trim(&c->in);
 	/* a command answered here (COM_PING, an ERR) is over: its copy goes */
 	if (c->st != C_BUSY) {
 		buf_consume(&c->cmd, buf_used(&c->cmd));

@@ -252,6 +252,13 @@ struct client {
 	struct client *reg_next;
 	_Atomic uint64_t running;
 	_Atomic bool kill_conn;
+	/* LOAD DATA LOCAL INFILE: the server asked for the file (0xFB), whose
+	 * packets the client sends now until an empty one (infile_pump):
+	 * infile_left bytes of the packet in progress are still to come;
+	 * infile_cont: that packet was 16 MB - 1 long, so an empty one after
+	 * it continues it rather than ending the file */
+	bool infile, infile_cont;
+	uint32_t infile_left;
 	bool cur_hist;          /* the command in flight is the last history entry */
 	bool in_process;        /* client_process() is running: no nesting */
 	struct bconn *trx_conn; /* the reader of a READ ONLY transaction */
@@ -414,6 +421,9 @@ struct proxy_engine {
 	pthread_mutex_t sess_mu;
 	struct client *sess[SESS_BUCKETS];
 	_Atomic bool trust_routines;
+	/* [proxy] local_infile: CLIENT_LOCAL_FILES offered to clients (and
+	 * asked of backends for those that take it) */
+	_Atomic bool local_infile;
 	/* reader_policy = least_conn: a session's reader is the one with the
 	 * fewest sessions reading there per unit of weight (be_readers) */
 	_Atomic bool least_conn;

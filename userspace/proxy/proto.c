@@ -761,7 +761,7 @@ bool resp_needs_whole(const struct resp_tracker *t, const uint8_t *p, size_t n, 
 {
 	if (t->in_frag || !small_pkt(frag_len))
 		return false;
-	if (t->state == RS_FIRST)
+	if (t->state == RS_FIRST || t->state == RS_INFILE)
 		return true;
 	return n == 0 || p[0] == 0xfe || p[0] == 0xff;
 }
@@ -856,8 +856,11 @@ static enum resp_state feed_first(struct resp_tracker *t, const uint8_t *p, size
 		note_warnings(t, t->last_ok.warnings);
 		return end_or_more(t, t->last_ok.status);
 	}
+	/* LOCAL INFILE request: only to a connection that asked for it */
 	if (p[0] == 0xfb)
-		return RS_ERROR; /* LOCAL INFILE: never offered, so never expected */
+		return t->kind == RESP_GENERIC && (t->caps & CAP_LOCAL_FILES) && small_pkt(frag_len)
+		           ? RS_INFILE
+		           : RS_ERROR;
 	rd_init(&r, p, n);
 	cols = rd_lenenc(&r, NULL);
 	if (r.err || cols == 0)
@@ -884,6 +887,10 @@ static enum resp_state feed_state(struct resp_tracker *t, const uint8_t *p, size
 
 	switch (t->state) {
 	case RS_FIRST:
+		return feed_first(t, p, n, frag_len);
+	case RS_INFILE: /* after the file: the statement's OK or ERR */
+		if (n == 0 || (p[0] != 0x00 && p[0] != 0xff))
+			return RS_ERROR;
 		return feed_first(t, p, n, frag_len);
 	case RS_COLS:
 	case RS_PREP_PARAMS:

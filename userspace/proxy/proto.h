@@ -314,6 +314,7 @@ enum resp_state {
 	RS_COLS_EOF,
 	RS_ROWS,
 	RS_FIELDS,
+	RS_INFILE, /* the server asked for a LOCAL INFILE: its OK or ERR comes after the file */
 	RS_DONE,
 	RS_ERROR, /* malformed: the connection is unusable */
 };
