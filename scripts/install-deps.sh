@@ -19,7 +19,7 @@ PACKAGES=(
 	iproute2 util-linux procps
 	sysbench haproxy gnuplot-nox gawk
 	valgrind
-	python3-pymysql
+	python3-pymysql nodejs
 	libmicrohttpd-dev prometheus
 	libcurl4-openssl-dev etcd-server etcd-client
 )
@@ -66,6 +66,21 @@ if [ ${#missing[@]} -gt 0 ]; then
 			;;
 		esac
 	done
+fi
+
+# The Node.js clients of the tests (tests/clients/node): mysql2 from the npm
+# registry as package-lock.json pins it, installed again only when the lock
+# file is newer than what npm ci installed last.
+node_dir=$(cd "$(dirname "$0")/.." && pwd)/tests/clients/node
+if [ -f "$node_dir/package-lock.json" ] &&
+	{ [ ! -f "$node_dir/node_modules/.package-lock.json" ] ||
+		[ "$node_dir/package-lock.json" -nt "$node_dir/node_modules/.package-lock.json" ]; }; then
+	if ! command -v npm >/dev/null; then
+		apt-get install -y -qq --no-install-recommends npm >/dev/null ||
+			{ echo "install-deps: cannot install npm" >&2; exit 1; }
+	fi
+	(cd "$node_dir" && npm ci --no-audit --no-fund --silent) ||
+		{ echo "install-deps: npm ci in tests/clients/node failed" >&2; exit 1; }
 fi
 
 # The unprivileged user the sandbox's mysteerd and the tests run as
