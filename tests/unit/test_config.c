@@ -4,6 +4,8 @@
  * trips, corrupt files).
  */
 #include <check.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -517,6 +519,80 @@ START_TEST(test_tls_keys)
 }
 END_TEST
 
+/* ---- [proxy] caching_sha2_password ---- */
+
+/* An RSA key pair made now: NAME.priv.pem and NAME.pub.pem in tmpdir. */
+static void rsa_pair(const char *name)
+{
+	char path[600];
+	EVP_PKEY *k = EVP_RSA_gen(1024);
+	FILE *f;
+
+	ck_assert_ptr_nonnull(k);
+	snprintf(path, sizeof(path), "%s/%s.priv.pem", tmpdir, name);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(PEM_write_PrivateKey(f, k, NULL, NULL, 0, NULL, NULL), 1);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/%s.pub.pem", tmpdir, name);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(PEM_write_PUBKEY(f, k), 1);
+	fclose(f);
+	EVP_PKEY_free(k);
+}
+
+START_TEST(test_auth_keys)
+{
+	static const struct {
+		const char *text;
+		const char *err;
+	} bad[] = {
+	    {"[proxy]\nrsa_private_key = a.priv.pem\n", "set rsa_private_key and rsa_public_key"},
+	    {"[proxy]\nrsa_public_key = a.pub.pem\n", "set rsa_private_key and rsa_public_key"},
+	    {"[proxy]\nrsa_private_key = a.priv.pem\nrsa_public_key = b.pub.pem\n",
+	     "is not the public key of"},
+	    {"[proxy]\nrsa_private_key = a.pub.pem\nrsa_public_key = a.pub.pem\n",
+	     "not a PEM RSA private key"},
+	    {"[proxy]\nrsa_private_key = a.priv.pem\nrsa_public_key = a.priv.pem\n",
+	     "not a PEM RSA public key"},
+	    /* an EC key is no RSA key */
+	    {"[proxy]\nrsa_private_key = k.pem\nrsa_public_key = a.pub.pem\n",
+	     "not a PEM RSA private key"},
+	    {"[proxy]\ndefault_auth_plugin = sha256_password\n",
+	     "want mysql_native_password | caching_sha2_password"},
+	};
+	char text[512], want[300];
+	struct config *c;
+
+	rsa_pair("a");
+	rsa_pair("b");
+	write_conf("k.pem", tls_key_pem, 0600);
+
+	c = load_text(BE PW);
+	ck_assert_msg(c, "%s", errbuf);
+	ck_assert_int_eq(c->default_auth_plugin, AUTH_NATIVE);
+	ck_assert_str_eq(c->rsa_private_key, "");
+	config_free(c);
+
+	c = load_text(BE PW "[proxy]\ndefault_auth_plugin = caching_sha2_password\n"
+	                    "rsa_private_key = a.priv.pem\nrsa_public_key = a.pub.pem\n");
+	ck_assert_msg(c, "%s", errbuf);
+	ck_assert_int_eq(c->default_auth_plugin, AUTH_CACHING_SHA2);
+	snprintf(want, sizeof(want), "%s/a.pub.pem", tmpdir);
+	ck_assert_str_eq(c->rsa_public_key, want);
+	config_free(c);
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), BE PW "%s", bad[i].text);
+		c = load_text(text);
+		ck_assert_msg(!c, "case %zu loaded", i);
+		ck_assert_msg(strstr(errbuf, bad[i].err), "case %zu: %s", i, errbuf);
+		ck_assert_msg(!strchr(errbuf, '\n'), "case %zu: more than one line", i);
+	}
+}
+END_TEST
+
 /* ---- no built-in credential; password_file ---- */
 
 START_TEST(test_probe_password_required)
@@ -862,6 +938,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_probe_password_required);
 	tcase_add_test(tc, test_password_file);
 	tcase_add_test(tc, test_tls_keys);
+	tcase_add_test(tc, test_auth_keys);
 	tcase_add_loop_test(tc, test_bad_password_file, 0,
 	                    (int)(sizeof(bad_pwfiles) / sizeof(bad_pwfiles[0])));
 	tcase_add_test(tc, test_warn_readable_password_file);

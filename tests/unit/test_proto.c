@@ -2,9 +2,12 @@
  * test_proto.c - unit tests of the 6450 proxy's protocol codec: framing of
  * split packets, the handshake both ways, native password (including the
  * recovery of SHA1(password) for hash-only users), OK/ERR/EOF and the
- * tracking of response ends that streaming relies on.
+ * tracking of response ends that streaming relies on; caching_sha2_password
+ * (the scramble math against Python hashlib vectors, the RSA exchange).
  */
 #include <check.h>
+#include <openssl/evp.h>
+#include <openssl/rsa.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -757,6 +760,67 @@ START_TEST(resp_local_infile)
 }
 END_TEST
 
+START_TEST(sha2_password)
+{
+	static const uint8_t scr[SCRAMBLE_LEN] = "abcdefghij0123456789";
+	uint8_t d2[SHA256_LEN], reply[SHA256_LEN], plain[64], enc[512], dec[512], pkt[8];
+	char hx[2 * SHA256_LEN + 1];
+	EVP_PKEY *key;
+	EVP_PKEY_CTX *c;
+	size_t enc_len = sizeof(enc);
+	int n;
+
+	/* the vectors are Python hashlib's, computed as MySQL's
+	 * sha2_password_common.cc does */
+	sha2_digest2("password", 8, d2);
+	hex(d2, SHA256_LEN, hx);
+	ck_assert_str_eq(hx, "73641C99F7719F57D8F4BEB11A303AFCD190243A51CED8782CA6D3DBE014D146");
+	sha2_reply("password", 8, scr, reply);
+	hex(reply, SHA256_LEN, hx);
+	ck_assert_str_eq(hx, "4FAF0A707D3F61794057F9D1614AB9F33D462F9D21796901279375C67F6DD01D");
+	ck_assert_int_eq(sha2_verify(scr, reply, SHA256_LEN, d2), 0);
+	/* wrong password, wrong length, another scramble */
+	reply[31] ^= 0x80;
+	ck_assert_int_eq(sha2_verify(scr, reply, SHA256_LEN, d2), -1);
+	reply[31] ^= 0x80;
+	ck_assert_int_eq(sha2_verify(scr, reply, 20, d2), -1);
+	ck_assert_int_eq(sha2_verify(scr, reply, 0, d2), -1);
+	ck_assert_int_eq(
+	    sha2_verify((const uint8_t *)"bbcdefghij0123456789", reply, SHA256_LEN, d2), -1);
+
+	/* AuthMoreData */
+	n = more_data_build(pkt, sizeof(pkt), (const uint8_t[]){SHA2_FULL_AUTH}, 1);
+	ck_assert_int_eq(n, 2);
+	ck_assert_uint_eq(pkt[0], 0x01);
+	ck_assert_uint_eq(pkt[1], 0x04);
+	ck_assert_int_eq(more_data_build(pkt, 1, pkt, 1), -1);
+
+	/* the RSA exchange: (password NUL) XOR scramble, OAEP as a client
+	 * encrypts it, back to the password */
+	key = EVP_RSA_gen(2048);
+	ck_assert_ptr_nonnull(key);
+	memcpy(plain, "secret pw", 10);
+	sha2_xor(plain, 10, scr);
+	c = EVP_PKEY_CTX_new(key, NULL);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_gt(EVP_PKEY_encrypt_init(c), 0);
+	ck_assert_int_gt(EVP_PKEY_CTX_set_rsa_padding(c, RSA_PKCS1_OAEP_PADDING), 0);
+	ck_assert_int_gt(EVP_PKEY_encrypt(c, enc, &enc_len, plain, 10), 0);
+	EVP_PKEY_CTX_free(c);
+	ck_assert_uint_eq(enc_len, 256);
+	n = sha2_rsa_decrypt(key, enc, enc_len, dec, sizeof(dec));
+	ck_assert_int_eq(n, 10);
+	sha2_xor(dec, 10, scr);
+	ck_assert_mem_eq(dec, "secret pw", 10);
+	/* garbage or a cut ciphertext: -1, no crash */
+	enc[100] ^= 1;
+	ck_assert_int_eq(sha2_rsa_decrypt(key, enc, enc_len, dec, sizeof(dec)), -1);
+	ck_assert_int_eq(sha2_rsa_decrypt(key, enc, 17, dec, sizeof(dec)), -1);
+	ck_assert_int_eq(sha2_rsa_decrypt(key, enc, 0, dec, sizeof(dec)), -1);
+	EVP_PKEY_free(key);
+}
+END_TEST
+
 START_TEST(auth_switch)
 {
 	uint8_t buf[64], scr[SCRAMBLE_LEN], got[SCRAMBLE_LEN];
@@ -803,6 +867,7 @@ int main(void)
 	tcase_add_test(tc, resp_err_and_prepare);
 	tcase_add_test(tc, auth_switch);
 	tcase_add_test(tc, resp_local_infile);
+	tcase_add_test(tc, sha2_password);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -2,7 +2,7 @@
  * test_users.c - the 6450 proxy's users table: lookup, the native password
  * check (an unknown name does the same verification as a wrong password,
  * against the table's dummy hash), and the one-line account of what a
- * reload changed.
+ * reload changed; the caching_sha2_password cache.
  */
 #include <check.h>
 #include <stdlib.h>
@@ -145,6 +145,49 @@ START_TEST(unknown_user_is_verified)
 }
 END_TEST
 
+/* caching_sha2_password: no fast authentication before a full one filled
+ * the cache; a hash-only user is not able; unknown names fail. */
+START_TEST(sha2_cache)
+{
+	static const char *const pairs[] = {"app", "app", "bob", NULL};
+	struct config *cfg = users_config(pairs, 2);
+	struct user_table *t = users_new(cfg), *t2;
+	uint8_t reply[SHA256_LEN], s1[SHA1_LEN], want[SHA1_LEN];
+
+	ck_assert_ptr_nonnull(t);
+	sha1("app", 3, NULL, 0, want);
+	ck_assert(users_sha2_able(t, "app"));
+	ck_assert(!users_sha2_able(t, "bob"));
+	ck_assert(users_sha2_able(t, "nobody"));
+	sha2_reply("app", 3, scramble, reply);
+	ck_assert(!users_sha2_fast(t, "app", scramble, reply, SHA256_LEN, s1));
+	/* a wrong password does not fill it */
+	ck_assert(!users_sha2_full(t, "app", "apq", 3, s1));
+	ck_assert(!users_sha2_fast(t, "app", scramble, reply, SHA256_LEN, s1));
+	ck_assert(users_sha2_full(t, "app", "app", 3, s1));
+	ck_assert_mem_eq(s1, want, SHA1_LEN);
+	memset(s1, 0, sizeof(s1));
+	ck_assert(users_sha2_fast(t, "app", scramble, reply, SHA256_LEN, s1));
+	ck_assert_mem_eq(s1, want, SHA1_LEN);
+	/* a wrong reply, a short one */
+	reply[0] ^= 1;
+	ck_assert(!users_sha2_fast(t, "app", scramble, reply, SHA256_LEN, s1));
+	ck_assert(!users_sha2_fast(t, "app", scramble, reply, 5, s1));
+	/* unknown names, and the hash-only user, never pass */
+	ck_assert(!users_sha2_full(t, "nobody", "app", 3, s1));
+	ck_assert(!users_sha2_full(t, "bob", "hashed", 6, s1));
+	/* a new table (a reload) starts with an empty cache */
+	t2 = users_new(cfg);
+	ck_assert_ptr_nonnull(t2);
+	sha2_reply("app", 3, scramble, reply);
+	ck_assert(!users_sha2_fast(t2, "app", scramble, reply, SHA256_LEN, s1));
+	ck_assert(users_sha2_fast(t, "app", scramble, reply, SHA256_LEN, s1));
+	users_put(t2);
+	users_put(t);
+	config_gone(cfg);
+}
+END_TEST
+
 START_TEST(diff_of_reload)
 {
 	static const char *const before[] = {"app", "app", "bob", "bob", "dan", NULL};
@@ -179,6 +222,7 @@ int main(void)
 	tcase_add_test(tc, empty_password);
 	tcase_add_test(tc, unknown_user_is_verified);
 	tcase_add_test(tc, diff_of_reload);
+	tcase_add_test(tc, sha2_cache);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

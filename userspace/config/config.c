@@ -74,6 +74,7 @@ struct pctx {
 	bool router_syntax; /* the current route is a MySQL Router [routing:NAME] */
 	int *user_lines;    /* section line of each user, for late checks */
 	int tls_line;       /* the line of the last tls_* key, 0: none */
+	int rsa_line;       /* the line of the last rsa_* key, 0: none */
 };
 
 static void fail(struct pctx *p, int line, const char *fmt, ...)
@@ -297,6 +298,7 @@ enum ktype {
 	K_WPOL,
 	K_RPOL,
 	K_RYW,
+	K_AUTHPLUGIN,
 	K_VIP,
 	K_BIND,
 	K_IP,
@@ -375,6 +377,9 @@ static const struct keydef keydefs[] = {
     {SEC_PROXY, "tls_ca", K_PEM, F(tls_ca), 0, 0},
     {SEC_PROXY, "require_secure_transport", K_BOOL, F(require_secure_transport), 0, 0},
     {SEC_PROXY, "local_infile", K_BOOL, F(local_infile), 0, 0},
+    {SEC_PROXY, "default_auth_plugin", K_AUTHPLUGIN, F(default_auth_plugin), 0, 0},
+    {SEC_PROXY, "rsa_private_key", K_PEM, F(rsa_private_key), 0, 0},
+    {SEC_PROXY, "rsa_public_key", K_PEM, F(rsa_public_key), 0, 0},
 };
 
 static const char *const log_level_names[] = {"error", "warn", "info", "debug"};
@@ -382,6 +387,7 @@ static const char *const log_format_names[] = {"text", "json"};
 static const char *const wpol_names[] = {"read_only", "priority"};
 static const char *const rpol_names[] = {"random", "least_conn"};
 static const char *const ryw_names[] = {"off", "window", "gtid"};
+static const char *const auth_plugin_names[] = {"mysql_native_password", "caching_sha2_password"};
 static const char *const route_role_names[] = {"writer", "reader", "split"};
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -507,11 +513,14 @@ static bool key_path(struct pctx *p, const char *key, const char *value, char *p
  * tls_cert, tls_key, tls_ca: the PEM file is read at every load (so a
  * reload takes a renewed certificate) and must hold what the key names: a
  * certificate (tls_cert, tls_ca) or a private key (tls_key). Whether the key
- * belongs to the certificate is check_all's.
+ * belongs to the certificate is check_all's. rsa_private_key and
+ * rsa_public_key: an RSA private key, an RSA public key (check_all: the
+ * same pair).
  */
 static bool set_pem(struct pctx *p, const char *key, const char *value, char *dst, size_t size)
 {
-	bool is_key = !strcmp(key, "tls_key"), ok;
+	bool is_key = !strcmp(key, "tls_key") || !strcmp(key, "rsa_private_key"), ok;
+	bool is_pub = !strcmp(key, "rsa_public_key"), is_rsa = !strncmp(key, "rsa_", 4);
 	char path[4096];
 	FILE *f;
 
@@ -520,7 +529,10 @@ static bool set_pem(struct pctx *p, const char *key, const char *value, char *ds
 			fail(p, p->line, "%s: path too long", key);
 		return false;
 	}
-	p->tls_line = p->line;
+	if (is_rsa)
+		p->rsa_line = p->line;
+	else
+		p->tls_line = p->line;
 	if (p->flags & CONFIG_LOAD_NO_SECRETS)
 		return true;
 	f = fopen(dst, "re");
@@ -528,9 +540,10 @@ static bool set_pem(struct pctx *p, const char *key, const char *value, char *ds
 		fail(p, p->line, "%s: cannot read %s: %s", key, dst, strerror(errno));
 		return false;
 	}
-	if (is_key) {
-		EVP_PKEY *k = PEM_read_PrivateKey(f, NULL, NULL, NULL);
-		ok = k != NULL;
+	if (is_key || is_pub) {
+		EVP_PKEY *k = is_key ? PEM_read_PrivateKey(f, NULL, NULL, NULL)
+		                     : PEM_read_PUBKEY(f, NULL, NULL, NULL);
+		ok = k != NULL && (!is_rsa || EVP_PKEY_get_base_id(k) == EVP_PKEY_RSA);
 		EVP_PKEY_free(k);
 	} else {
 		X509 *x = PEM_read_X509(f, NULL, NULL, NULL);
@@ -541,7 +554,8 @@ static bool set_pem(struct pctx *p, const char *key, const char *value, char *ds
 	ERR_clear_error();
 	if (!ok)
 		fail(p, p->line, "%s: %s: not a PEM %s", key, dst,
-		     is_key ? "private key" : "certificate");
+		     is_rsa ? (is_key ? "RSA private key" : "RSA public key")
+		            : (is_key ? "private key" : "certificate"));
 	return ok;
 }
 
@@ -639,6 +653,8 @@ static bool set_fixed(struct pctx *p, const struct keydef *k, const char *value)
 		return set_enum(p, k->key, value, rpol_names, NELEM(rpol_names), dst);
 	case K_RYW:
 		return set_enum(p, k->key, value, ryw_names, NELEM(ryw_names), dst);
+	case K_AUTHPLUGIN:
+		return set_enum(p, k->key, value, auth_plugin_names, NELEM(auth_plugin_names), dst);
 	case K_VIP:
 		return parse_addrs(p, k->key, value, p->c->vips, CONFIG_MAX_VIPS, &p->c->nvips);
 	case K_BIND:
@@ -1197,12 +1213,44 @@ static void check_tls(struct pctx *p)
 	ERR_clear_error();
 }
 
+/* [proxy] rsa_*: both or neither, one pair. */
+static void check_rsa(struct pctx *p)
+{
+	struct config *c = p->c;
+	int line = p->rsa_line ? p->rsa_line : (p->line ? p->line : 1);
+	EVP_PKEY *priv = NULL, *pub = NULL;
+	FILE *f;
+
+	if (!c->rsa_private_key[0] != !c->rsa_public_key[0]) {
+		fail(p, line, "%s: set rsa_private_key and rsa_public_key together",
+		     c->rsa_private_key[0] ? "rsa_public_key" : "rsa_private_key");
+		return;
+	}
+	if (!c->rsa_private_key[0] || (p->flags & CONFIG_LOAD_NO_SECRETS))
+		return;
+	if ((f = fopen(c->rsa_private_key, "re"))) {
+		priv = PEM_read_PrivateKey(f, NULL, NULL, NULL);
+		fclose(f);
+	}
+	if ((f = fopen(c->rsa_public_key, "re"))) {
+		pub = PEM_read_PUBKEY(f, NULL, NULL, NULL);
+		fclose(f);
+	}
+	if (!priv || !pub || EVP_PKEY_eq(priv, pub) != 1)
+		fail(p, line, "rsa_public_key: %s is not the public key of %s", c->rsa_public_key,
+		     c->rsa_private_key);
+	EVP_PKEY_free(priv);
+	EVP_PKEY_free(pub);
+	ERR_clear_error();
+}
+
 /* Whole-file checks, after the last line. */
 static void check_all(struct pctx *p)
 {
 	struct config *c = p->c;
 
 	check_tls(p);
+	check_rsa(p);
 
 	for (size_t i = 0; i < c->nbackends; i++)
 		if (!c->backends[i].host[0])

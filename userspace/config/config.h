@@ -32,6 +32,7 @@ enum log_format_cfg { CFG_LOG_TEXT = 0, CFG_LOG_JSON }; /* as enum log_format */
 enum writer_policy { WRITER_POLICY_READ_ONLY = 0, WRITER_POLICY_PRIORITY };
 enum reader_policy { READER_POLICY_RANDOM = 0, READER_POLICY_LEAST_CONN };
 enum ryw_mode { RYW_OFF = 0, RYW_WINDOW, RYW_GTID };
+enum auth_plugin { AUTH_NATIVE = 0, AUTH_CACHING_SHA2 };
 
 struct config_backend {
 	char name[TOPO_NAME_MAX];
@@ -118,6 +119,12 @@ struct config {
 	char tls_cert[4096], tls_key[4096], tls_ca[4096];
 	bool require_secure_transport; /* R: a plain-text login gets ERR 3159 */
 	bool local_infile; /* R: LOAD DATA LOCAL INFILE through 6450 (CLIENT_LOCAL_FILES) */
+	/* R: what the handshake announces (and the plugin users log in with,
+	 * but those with only a password_hash: mysql_native_password) */
+	enum auth_plugin default_auth_plugin;
+	/* R: PEM files ("" none), set together: caching_sha2_password's RSA
+	 * exchange for clients without TLS */
+	char rsa_private_key[4096], rsa_public_key[4096];
 
 	struct config_route *routes;
 	size_t nroutes;

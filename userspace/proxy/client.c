@@ -1,18 +1,20 @@
 /*
- * client.c - a client session from accept to close: the handshake and native
- * password auth, the commands it sends (COM_QUERY and the prepared statement
- * commands included), its output buffer, and the end of each command in
- * flight (an answer or an ERR). Also the bounds a client cannot pass: its
- * output queue, its buffers within max_client_buffer_bytes, its packet and
- * idle timeouts, the connections not logged in yet (the oldest makes room),
- * and the end of a session at a bound (client_shed). Routing is route.c's,
- * the backends' connections backend.c's.
+ * client.c - a client session from accept to close: the handshake and the
+ * login (mysql_native_password, caching_sha2_password), the commands it
+ * sends (COM_QUERY and the prepared statement commands included), its
+ * output buffer, and the end of each command in flight (an answer or an
+ * ERR). Also the bounds a client cannot pass: its output queue, its
+ * buffers within max_client_buffer_bytes, its packet and idle timeouts, the
+ * connections not logged in yet (the oldest makes room), and the end of a
+ * session at a bound (client_shed). Routing is route.c's, the backends'
+ * connections backend.c's.
  */
 #define _GNU_SOURCE
 #include "proxy/engine_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,6 +178,8 @@ static uint8_t reply_seq(const struct client *c)
 	/* the SSLRequest took one sequence id before the handshake response */
 	uint8_t tls = c->tls ? 1 : 0;
 
+	if (c->st == C_SHA2)
+		return c->auth_seq;
 	return c->st == C_HANDSHAKE ? 2 + tls : c->st == C_SWITCH ? 4 + tls : 1;
 }
 
@@ -575,7 +579,8 @@ static void send_handshake(struct client *c)
 	h.ext_caps = PROXY_EXT_CAPS;
 	h.charset = CHARSET_UTF8MB4;
 	h.status = SST_AUTOCOMMIT;
-	snprintf(h.plugin, sizeof(h.plugin), "%s", NATIVE_PLUGIN);
+	snprintf(h.plugin, sizeof(h.plugin), "%s",
+	         atomic_load(&c->w->e->sha2_default) ? SHA2_PLUGIN : NATIVE_PLUGIN);
 	n = hs_build(pkt, sizeof(pkt), &h);
 	if (n > 0)
 		client_send(c, 0, pkt, (size_t)n);
@@ -650,13 +655,12 @@ static bool preauth_evict(struct worker *w)
 	return true;
 }
 
-static void check_password(struct client *c, const uint8_t *reply, size_t n, uint8_t seq)
+/* Logged in (how: the plugin and its path, for the log): c->stage1 and
+ * c->empty_pw say how its backends are logged in to. */
+static void login_ok(struct client *c, uint8_t seq, const char *how)
 {
-	if (!users_check(worker_users(c->w), c->user, c->scramble, reply, n, c->stage1)) {
-		deny(c, seq, n > 0);
-		return;
-	}
-	c->empty_pw = n == 0; /* users_check: only an empty password takes that */
+	log_debug("proxy: '%s'@'%s' logged in: %s%s", c->user, c->host, how,
+	          c->tls ? " (TLS)" : "");
 	c->st = C_IDLE;
 	c->deadline_ms = 0;
 	c->active_ms = now_ms();
@@ -671,6 +675,121 @@ static void check_password(struct client *c, const uint8_t *reply, size_t n, uin
 			c->w->ghosts[i].charset = c->charset;
 		}
 	client_ok(c, seq);
+}
+
+/* mysql_native_password: reply (n bytes) to the scramble. */
+static void check_password(struct client *c, const uint8_t *reply, size_t n, uint8_t seq)
+{
+	if (!users_check(worker_users(c->w), c->user, c->scramble, reply, n, c->stage1)) {
+		deny(c, seq, n > 0);
+		return;
+	}
+	c->empty_pw = n == 0; /* users_check: only an empty password takes that */
+	login_ok(c, seq, c->sha2 ? SHA2_PLUGIN ", empty password" : NATIVE_PLUGIN);
+}
+
+/* An AuthMoreData packet of one status byte. */
+static void more_data(struct client *c, uint8_t seq, uint8_t status)
+{
+	uint8_t pkt[2];
+	int n = more_data_build(pkt, sizeof(pkt), &status, 1);
+
+	if (n > 0)
+		client_send(c, seq, pkt, (size_t)n);
+}
+
+/*
+ * caching_sha2_password, the client's reply to the scramble: an empty one
+ * for an empty password (as mysql_native_password's), fast authentication
+ * when the user's digest is cached and matches, else the password itself
+ * is asked for (full authentication, C_SHA2).
+ */
+static void sha2_first(struct client *c, const uint8_t *reply, size_t n, uint8_t seq)
+{
+	if (n == 0 || (n == 1 && reply[0] == 0)) {
+		check_password(c, NULL, 0, seq);
+		return;
+	}
+	if (users_sha2_fast(worker_users(c->w), c->user, c->scramble, reply, n, c->stage1)) {
+		more_data(c, seq, SHA2_FAST_OK);
+		c->empty_pw = false;
+		login_ok(c, (uint8_t)(seq + 1), SHA2_PLUGIN ", fast authentication");
+		return;
+	}
+	more_data(c, seq, SHA2_FULL_AUTH);
+	c->st = C_SHA2;
+	c->auth_seq = (uint8_t)(seq + 2);
+}
+
+/*
+ * caching_sha2_password's full authentication: over TLS the password comes
+ * in clear (NUL-terminated); without, the client asks for the RSA public key
+ * (once) or sends (password NUL) XOR scramble, encrypted with it (RSA OAEP).
+ * A password in clear without TLS is not taken, as a server does not.
+ */
+static void sha2_full(struct client *c, const uint8_t *p, size_t n, uint8_t seq)
+{
+	uint8_t pw[1024];
+	size_t len;
+	bool ok;
+
+	if (c->tls) {
+		len = n < sizeof(pw) ? n : sizeof(pw);
+		memcpy(pw, p, len);
+	} else if (n == 1 && p[0] == SHA2_PUBKEY_REQUEST && !c->rsa_sent) {
+		uint8_t *pkt;
+		int l = engine_rsa_pem_packet(c->w->e, &pkt);
+
+		if (l < 0) {
+			free(pkt);
+			log_info(
+			    "proxy: '%s'@'%s' asked for the RSA public key: caching_sha2_password "
+			    "without TLS needs [proxy] rsa_private_key and rsa_public_key",
+			    c->user, c->host);
+			deny(c, (uint8_t)(seq + 1), true);
+			return;
+		}
+		client_send(c, (uint8_t)(seq + 1), pkt, (size_t)l);
+		free(pkt);
+		c->rsa_sent = true;
+		c->auth_seq = (uint8_t)(seq + 3);
+		return;
+	} else {
+		struct evp_pkey_st *k = engine_rsa_key(c->w->e);
+		int l = k ? sha2_rsa_decrypt(k, p, n, pw, sizeof(pw)) : -1;
+
+		EVP_PKEY_free(k);
+		if (l < 0) {
+			log_info("proxy: '%s'@'%s': caching_sha2_password without TLS: %s", c->user,
+			         c->host,
+			         k ? "not a password encrypted with the proxy's RSA public key"
+			           : "no RSA keys ([proxy] rsa_private_key, rsa_public_key)");
+			deny(c, (uint8_t)(seq + 1), true);
+			return;
+		}
+		len = (size_t)l;
+		sha2_xor(pw, len, c->scramble);
+	}
+	len = strnlen((const char *)pw, len);
+	ok = users_sha2_full(worker_users(c->w), c->user, (const char *)pw, len, c->stage1);
+	explicit_bzero(pw, sizeof(pw));
+	if (!ok) {
+		deny(c, (uint8_t)(seq + 1), true);
+		return;
+	}
+	c->empty_pw = len == 0;
+	login_ok(c, (uint8_t)(seq + 1),
+	         c->tls ? SHA2_PLUGIN ", full authentication"
+	                : SHA2_PLUGIN ", full authentication with RSA");
+}
+
+/* The client's reply to the scramble with the plugin of c->sha2. */
+static void auth_reply(struct client *c, const uint8_t *reply, size_t n, uint8_t seq)
+{
+	if (c->sha2)
+		sha2_first(c, reply, n, seq);
+	else
+		check_password(c, reply, n, seq);
 }
 
 /*
@@ -692,10 +811,15 @@ static void client_auth(struct client *c, const uint8_t *p, size_t n, uint8_t se
 {
 	struct hs_response r;
 	uint8_t pkt[128];
+	const char *want;
 	int len;
 
+	if (c->st == C_SHA2) {
+		sha2_full(c, p, n, seq);
+		return;
+	}
 	if (c->st == C_SWITCH) {
-		check_password(c, p, n, (uint8_t)(seq + 1));
+		auth_reply(c, p, n, (uint8_t)(seq + 1));
 		return;
 	}
 	if (hsr_parse(p, n, &r) < 0) {
@@ -730,14 +854,25 @@ static void client_auth(struct client *c, const uint8_t *p, size_t n, uint8_t se
 		snprintf(c->db0, sizeof(c->db0), "%s", r.db);
 		snprintf(c->db, sizeof(c->db), "%s", r.db);
 	}
-	if ((r.caps & CAP_PLUGIN_AUTH) && r.plugin[0] && strcmp(r.plugin, NATIVE_PLUGIN)) {
-		len = auth_switch_build(pkt, sizeof(pkt), NATIVE_PLUGIN, c->scramble, SCRAMBLE_LEN);
+	/*
+	 * The plugin of default_auth_plugin, as a server's accounts have one:
+	 * a client that answered with another one is switched to it; but a
+	 * user with only a password_hash logs in with mysql_native_password,
+	 * and so does a client without plugin auth (it cannot be switched).
+	 */
+	c->sha2 = (r.caps & CAP_PLUGIN_AUTH) && atomic_load(&c->w->e->sha2_default) &&
+	          users_sha2_able(worker_users(c->w), c->user);
+	want = c->sha2 ? SHA2_PLUGIN : NATIVE_PLUGIN;
+	if ((r.caps & CAP_PLUGIN_AUTH) && strcmp(r.plugin[0] ? r.plugin : NATIVE_PLUGIN, want)) {
+		log_debug("proxy: '%s'@'%s' answered with %s: switched to %s", c->user, c->host,
+		          r.plugin, want);
+		len = auth_switch_build(pkt, sizeof(pkt), want, c->scramble, SCRAMBLE_LEN);
 		if (len > 0)
 			client_send(c, (uint8_t)(seq + 1), pkt, (size_t)len);
 		c->st = C_SWITCH;
 		return;
 	}
-	check_password(c, r.auth, r.auth_len, (uint8_t)(seq + 1));
+	auth_reply(c, r.auth, r.auth_len, (uint8_t)(seq + 1));
 }
 
 /*
@@ -940,7 +1075,7 @@ void client_timeouts(struct client *c, uint64_t now)
 	int packet_ms = atomic_load(&e->client_packet_ms), idle_s = atomic_load(&e->client_idle_s);
 	char msg[200];
 
-	if (c->shedding || c->st == C_HANDSHAKE || c->st == C_SWITCH) {
+	if (c->shedding || c->st == C_HANDSHAKE || c->st == C_SWITCH || c->st == C_SHA2) {
 		if (now > c->deadline_ms) {
 			if (!c->shedding)
 				log_debug("proxy: handshake timeout from %s", c->host);

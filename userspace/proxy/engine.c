@@ -21,6 +21,9 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
 #include <openssl/sha.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -36,6 +39,9 @@
 
 #include "common/thread.h"
 #include "proxy/tls.h"
+
+/* the largest rsa_public_key file taken (a 16384-bit key's PEM is 2.8 kB) */
+#define RSA_PEM_MAX 16384
 
 static void reap(struct worker *w)
 {
@@ -322,6 +328,73 @@ static int tls_apply(struct proxy_engine *e, const struct config *cfg, char *err
 	return 0;
 }
 
+struct evp_pkey_st *engine_rsa_key(struct proxy_engine *e)
+{
+	EVP_PKEY *k;
+
+	pthread_mutex_lock(&e->tls_mu);
+	k = e->rsa_key;
+	if (k && EVP_PKEY_up_ref(k) != 1)
+		k = NULL;
+	pthread_mutex_unlock(&e->tls_mu);
+	return k;
+}
+
+int engine_rsa_pem_packet(struct proxy_engine *e, uint8_t **pkt)
+{
+	int n = -1;
+
+	*pkt = NULL;
+	pthread_mutex_lock(&e->tls_mu);
+	if (e->rsa_pem && (*pkt = malloc(e->rsa_pem_len + 1)))
+		n = more_data_build(*pkt, e->rsa_pem_len + 1, e->rsa_pem, e->rsa_pem_len);
+	pthread_mutex_unlock(&e->tls_mu);
+	return n;
+}
+
+/* The RSA pair of cfg replaces the one in use; one that cannot be read
+ * leaves the old one, said in err (the config's checks make that rare: a
+ * file changed between them and now). */
+static int rsa_apply(struct proxy_engine *e, const struct config *cfg, char *err, size_t errlen)
+{
+	EVP_PKEY *k = NULL, *old_k;
+	uint8_t *pem = NULL, *old_pem;
+	size_t len = 0;
+	FILE *f;
+
+	atomic_store(&e->sha2_default, cfg->default_auth_plugin == AUTH_CACHING_SHA2);
+	if (cfg->rsa_private_key[0]) {
+		if ((f = fopen(cfg->rsa_private_key, "re"))) {
+			k = PEM_read_PrivateKey(f, NULL, NULL, NULL);
+			fclose(f);
+		}
+		if ((f = fopen(cfg->rsa_public_key, "re"))) {
+			pem = malloc(RSA_PEM_MAX);
+			len = pem ? fread(pem, 1, RSA_PEM_MAX, f) : 0;
+			fclose(f);
+		}
+		ERR_clear_error();
+		if (!k || !pem || len == 0 || len == RSA_PEM_MAX) {
+			snprintf(err, errlen,
+			         "proxy: rsa_private_key %s / rsa_public_key %s: cannot load",
+			         cfg->rsa_private_key, cfg->rsa_public_key);
+			EVP_PKEY_free(k);
+			free(pem);
+			return -1;
+		}
+	}
+	pthread_mutex_lock(&e->tls_mu);
+	old_k = e->rsa_key;
+	old_pem = e->rsa_pem;
+	e->rsa_key = k;
+	e->rsa_pem = pem;
+	e->rsa_pem_len = len;
+	pthread_mutex_unlock(&e->tls_mu);
+	EVP_PKEY_free(old_k);
+	free(old_pem);
+	return 0;
+}
+
 /* The keys reload applies at once. */
 static void apply_settings(struct proxy_engine *e, const struct config *cfg)
 {
@@ -354,6 +427,8 @@ void proxy_engine_reload(struct proxy_engine *e, const struct config *cfg)
 		log_error("%s: TLS stays as it was", tls_err);
 	else if (cfg->tls_cert[0])
 		log_info("proxy: TLS certificate loaded from %s", cfg->tls_cert);
+	if (rsa_apply(e, cfg, tls_err, sizeof(tls_err)) < 0)
+		log_error("%s: the RSA keys stay as they were", tls_err);
 	if (!t) {
 		log_error("proxy: reload: out of memory: the users stay as they were");
 		return;
@@ -401,6 +476,8 @@ void proxy_engine_stop(struct proxy_engine *e)
 	users_put(e->users);
 	pthread_mutex_destroy(&e->users_mu);
 	tls_ctx_free(e->tls_ctx);
+	EVP_PKEY_free(e->rsa_key);
+	free(e->rsa_pem);
 	pthread_mutex_destroy(&e->tls_mu);
 	pthread_mutex_destroy(&e->sess_mu);
 	free(e);
@@ -487,7 +564,7 @@ static struct proxy_engine *engine_new(const struct config *cfg, int n, char *er
 	pthread_mutex_init(&e->users_mu, NULL);
 	pthread_mutex_init(&e->tls_mu, NULL);
 	pthread_mutex_init(&e->sess_mu, NULL);
-	if (tls_apply(e, cfg, err, errlen) < 0) {
+	if (tls_apply(e, cfg, err, errlen) < 0 || rsa_apply(e, cfg, err, errlen) < 0) {
 		proxy_engine_stop(e);
 		return NULL;
 	}

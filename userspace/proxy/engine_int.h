@@ -144,7 +144,10 @@ static inline bool ps_reads_prev_state(const struct pstmt *ps)
 	return ps->reason == CLS_R_PREV_RESULT || (ps->flags & CLS_F_PREV_STATE);
 }
 
-enum cstate { C_HANDSHAKE, C_SWITCH, C_IDLE, C_BUSY };
+/* C_SHA2: caching_sha2_password asked for the password itself (full
+ * authentication); the client's next packet is it, or a request for the
+ * RSA public key */
+enum cstate { C_HANDSHAKE, C_SWITCH, C_SHA2, C_IDLE, C_BUSY };
 enum bstate { B_CONNECTING, B_HANDSHAKE, B_AUTH, B_READY };
 
 struct worker;
@@ -192,6 +195,11 @@ struct client {
 	size_t buf_charged; /* its part of e->client_buf (client_buf_sync) */
 	uint8_t scramble[SCRAMBLE_LEN], stage1[SHA1_LEN];
 	bool empty_pw; /* the user's password is empty: backend logins send no reply */
+	/* logging in with caching_sha2_password (else mysql_native_password);
+	 * the RSA public key was sent; the sequence id of the proxy's next
+	 * packet in C_SHA2 */
+	bool sha2, rsa_sent;
+	uint8_t auth_seq;
 	char user[128], host[INET6_ADDRSTRLEN];
 	char db0[256]; /* the schema named at connect: backends log in with it */
 	char db[256];  /* the current schema, for the classifier */
@@ -438,6 +446,13 @@ struct proxy_engine {
 	struct ssl_ctx_st *tls_ctx;
 	pthread_mutex_t tls_mu;
 	_Atomic bool require_tls; /* require_secure_transport */
+	/* caching_sha2_password: default_auth_plugin is it; the RSA pair of
+	 * rsa_private_key and rsa_public_key (the PEM text as clients get it),
+	 * NULL when none, replaced by reload under tls_mu */
+	_Atomic bool sha2_default;
+	struct evp_pkey_st *rsa_key;
+	uint8_t *rsa_pem;
+	size_t rsa_pem_len;
 #ifdef MYSTEER_ENGINE_TEST
 	/* engine_test.h: backend connections come from here */
 	int (*test_connect)(void *arg, const struct topo_backend *be);
@@ -808,6 +823,11 @@ void accept_resume(struct worker *w);
  * NULL when TLS is not configured (or out of memory) */
 struct ssl_st *engine_tls_new(struct proxy_engine *e, int fd);
 bool engine_tls_on(struct proxy_engine *e);
+/* engine.c: the RSA private key of rsa_private_key (a reference the caller
+ * frees with EVP_PKEY_free), NULL when none is configured; its PEM public
+ * key as an AuthMoreData payload in *pkt (malloc'd), length, or -1. */
+struct evp_pkey_st *engine_rsa_key(struct proxy_engine *e);
+int engine_rsa_pem_packet(struct proxy_engine *e, uint8_t **pkt);
 
 /* ops.c: the registry of sessions, CONNECTION_ID() and KILL */
 void sess_register(struct client *c);

@@ -49,7 +49,8 @@ INTEG_TESTS += tests/integration/proxy.sh tests/integration/proxy_routines.sh \
 	       tests/integration/proxy_psmux.sh tests/integration/proxy_fair.sh \
 	       tests/integration/proxy_bounds.sh tests/integration/proxy_correct.sh \
 	       tests/integration/proxy_tls.sh tests/integration/proxy_kill.sh \
-	       tests/integration/proxy_infile.sh tests/integration/node_clients.sh
+	       tests/integration/proxy_infile.sh tests/integration/node_clients.sh \
+	       tests/integration/proxy_auth.sh
 
 # proxy_psmux: prepared statements and multiplexing (proxy_psmux.sh).
 BINS += $(BUILD)/tests/proxy_psmux

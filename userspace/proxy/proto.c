@@ -5,7 +5,9 @@
 #include "proxy/proto.h"
 
 #include <errno.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/rsa.h>
 #include <string.h>
 #include <sys/random.h>
 
@@ -1052,4 +1054,89 @@ void native_reply(const uint8_t *scramble, const uint8_t stage1[SHA1_LEN], uint8
 	sha1(scramble, SCRAMBLE_LEN, stage2, SHA1_LEN, h);
 	for (int i = 0; i < SHA1_LEN; i++)
 		reply[i] = stage1[i] ^ h[i];
+}
+
+/* ---- caching_sha2_password ---- */
+
+void sha256(const void *a, size_t alen, const void *b, size_t blen, uint8_t out[SHA256_LEN])
+{
+	EVP_MD_CTX *c = EVP_MD_CTX_new();
+	unsigned int n = SHA256_LEN;
+
+	if (!c || !EVP_DigestInit_ex(c, EVP_sha256(), NULL) || !EVP_DigestUpdate(c, a, alen) ||
+	    (blen && !EVP_DigestUpdate(c, b, blen)) || !EVP_DigestFinal_ex(c, out, &n))
+		memset(out, 0, SHA256_LEN); /* never matches a real digest */
+	EVP_MD_CTX_free(c);
+}
+
+void sha2_digest2(const char *password, size_t len, uint8_t d2[SHA256_LEN])
+{
+	uint8_t d1[SHA256_LEN];
+
+	sha256(password, len, NULL, 0, d1);
+	sha256(d1, SHA256_LEN, NULL, 0, d2);
+	explicit_bzero(d1, sizeof(d1));
+}
+
+void sha2_reply(const char *password, size_t len, const uint8_t *scramble,
+                uint8_t reply[SHA256_LEN])
+{
+	uint8_t d1[SHA256_LEN], d2[SHA256_LEN], h[SHA256_LEN];
+
+	sha256(password, len, NULL, 0, d1);
+	sha256(d1, SHA256_LEN, NULL, 0, d2);
+	sha256(d2, SHA256_LEN, scramble, SCRAMBLE_LEN, h);
+	for (int i = 0; i < SHA256_LEN; i++)
+		reply[i] = d1[i] ^ h[i];
+	explicit_bzero(d1, sizeof(d1));
+}
+
+int sha2_verify(const uint8_t *scramble, const uint8_t *reply, size_t n,
+                const uint8_t d2[SHA256_LEN])
+{
+	static const uint8_t none[SHA256_LEN];
+	uint8_t h[SHA256_LEN], d1[SHA256_LEN], check[SHA256_LEN];
+	uint8_t diff = n != SHA256_LEN;
+
+	if (n != SHA256_LEN)
+		reply = none;
+	sha256(d2, SHA256_LEN, scramble, SCRAMBLE_LEN, h);
+	for (int i = 0; i < SHA256_LEN; i++)
+		d1[i] = reply[i] ^ h[i];
+	sha256(d1, SHA256_LEN, NULL, 0, check);
+	for (int i = 0; i < SHA256_LEN; i++)
+		diff |= check[i] ^ d2[i];
+	explicit_bzero(d1, sizeof(d1));
+	return diff ? -1 : 0;
+}
+
+void sha2_xor(uint8_t *p, size_t n, const uint8_t *scramble)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] ^= scramble[i % SCRAMBLE_LEN];
+}
+
+int more_data_build(uint8_t *dst, size_t cap, const uint8_t *data, size_t n)
+{
+	struct wr w;
+
+	wr_init(&w, dst, cap);
+	wr_int(&w, MORE_DATA, 1);
+	wr_bytes(&w, data, n);
+	return w.err ? -1 : (int)wr_len(&w);
+}
+
+int sha2_rsa_decrypt(struct evp_pkey_st *key, const uint8_t *in, size_t n, uint8_t *out, size_t cap)
+{
+	EVP_PKEY_CTX *c = EVP_PKEY_CTX_new(key, NULL);
+	size_t len = cap;
+	int r = -1;
+
+	if (c && EVP_PKEY_decrypt_init(c) > 0 &&
+	    EVP_PKEY_CTX_set_rsa_padding(c, RSA_PKCS1_OAEP_PADDING) > 0 &&
+	    EVP_PKEY_decrypt(c, out, &len, in, n) > 0)
+		r = (int)len;
+	EVP_PKEY_CTX_free(c);
+	ERR_clear_error();
+	return r;
 }

@@ -93,6 +93,7 @@ enum mysql_cmd {
 #define SCRAMBLE_LEN  20
 #define SHA1_LEN      20
 #define NATIVE_PLUGIN "mysql_native_password"
+#define SHA2_PLUGIN   "caching_sha2_password"
 
 /* ---- framing ---- */
 
@@ -372,5 +373,41 @@ int native_verify(const uint8_t *scramble, const uint8_t *reply, size_t reply_le
                   const uint8_t stage2[SHA1_LEN], uint8_t stage1[SHA1_LEN]);
 /* The reply to a backend's scramble, from stage1 (and its SHA1, stage2). */
 void native_reply(const uint8_t *scramble, const uint8_t stage1[SHA1_LEN], uint8_t reply[SHA1_LEN]);
+
+/* ---- caching_sha2_password ---- */
+
+#define SHA256_LEN 32
+/* The AuthMoreData packet (0x01, then data) and the status bytes it carries
+ * in caching_sha2_password: the client asks for the RSA public key
+ * (SHA2_PUBKEY_REQUEST, its own packet), the server says the scramble
+ * matched its cache (SHA2_FAST_OK, then an OK) or that the password itself
+ * must come (SHA2_FULL_AUTH). */
+#define MORE_DATA           0x01
+#define SHA2_PUBKEY_REQUEST 0x02
+#define SHA2_FAST_OK        0x03
+#define SHA2_FULL_AUTH      0x04
+
+void sha256(const void *a, size_t alen, const void *b, size_t blen, uint8_t out[SHA256_LEN]);
+/* What a server caches of a password: SHA256(SHA256(password)). */
+void sha2_digest2(const char *password, size_t len, uint8_t d2[SHA256_LEN]);
+/* A client's fast-auth reply to scramble (SCRAMBLE_LEN bytes):
+ * SHA256(pw) XOR SHA256(SHA256(SHA256(pw)) || scramble). */
+void sha2_reply(const char *password, size_t len, const uint8_t *scramble,
+                uint8_t reply[SHA256_LEN]);
+/* Fast authentication: 0 when reply (n bytes) answers scramble for the
+ * cached d2, -1 when it does not (the same work either way). */
+int sha2_verify(const uint8_t *scramble, const uint8_t *reply, size_t n,
+                const uint8_t d2[SHA256_LEN]);
+/* p XOR scramble repeated: how the password is put before RSA encryption
+ * (and taken back after decryption). */
+void sha2_xor(uint8_t *p, size_t n, const uint8_t *scramble);
+/* AuthMoreData: 0x01 then data; its length or -1. */
+int more_data_build(uint8_t *dst, size_t cap, const uint8_t *data, size_t n);
+
+struct evp_pkey_st;
+/* RSA_PKCS1_OAEP decryption of in (n bytes) with the private key into out
+ * (cap bytes); the length, or -1 (not a ciphertext of that key). */
+int sha2_rsa_decrypt(struct evp_pkey_st *key, const uint8_t *in, size_t n, uint8_t *out,
+                     size_t cap);
 
 #endif

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "proxy/users.h"
 
+#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,10 +16,13 @@ struct user_table *users_new(const struct config *cfg)
 
 	if (!t)
 		return NULL;
-	if (getrandom(t->dummy.stage2, SHA1_LEN, 0) != SHA1_LEN) {
+	t->sha2 = calloc(1, sizeof(*t->sha2) + (cfg->nusers + 1) * sizeof(t->sha2->e[0]));
+	if (!t->sha2 || getrandom(t->dummy.stage2, SHA1_LEN, 0) != SHA1_LEN) {
+		free(t->sha2);
 		free(t);
 		return NULL;
 	}
+	pthread_mutex_init(&t->sha2->mu, NULL);
 	t->dummy.has_hash = true;
 	for (size_t i = 0; i < cfg->nusers; i++) {
 		struct proxy_user *u = &t->users[i];
@@ -47,6 +51,9 @@ void users_put(struct user_table *t)
 {
 	if (!t || atomic_fetch_sub(&t->refs, 1) != 1)
 		return;
+	pthread_mutex_destroy(&t->sha2->mu);
+	explicit_bzero(t->sha2, sizeof(*t->sha2) + (t->n + 1) * sizeof(t->sha2->e[0]));
+	free(t->sha2);
 	explicit_bzero(t, sizeof(*t) + t->n * sizeof(t->users[0]));
 	free(t);
 }
@@ -76,6 +83,61 @@ bool users_check(const struct user_table *t, const char *name, const uint8_t *sc
 		ok = u->empty;
 
 	return ok && known && u->has_hash;
+}
+
+bool users_sha2_able(const struct user_table *t, const char *name)
+{
+	bool known;
+	const struct proxy_user *u = users_find(t, name, &known);
+
+	return !known || u->has_password;
+}
+
+/* The cache entry of u (the dummy's is the last). */
+static struct sha2_entry *sha2_entry(const struct user_table *t, const struct proxy_user *u)
+{
+	return &t->sha2->e[u == &t->dummy ? t->n : (size_t)(u - t->users)];
+}
+
+bool users_sha2_fast(const struct user_table *t, const char *name, const uint8_t *scramble,
+                     const uint8_t *reply, size_t n, uint8_t stage1[SHA1_LEN])
+{
+	bool known, valid;
+	const struct proxy_user *u = users_find(t, name, &known);
+	struct sha2_entry *e = sha2_entry(t, u);
+	uint8_t d2[SHA256_LEN];
+
+	pthread_mutex_lock(&t->sha2->mu);
+	valid = e->valid;
+	memcpy(d2, e->d2, SHA256_LEN);
+	pthread_mutex_unlock(&t->sha2->mu);
+	if (!valid || !known || !u->has_password || sha2_verify(scramble, reply, n, d2) < 0)
+		return false;
+	memcpy(stage1, u->stage1, SHA1_LEN);
+	return true;
+}
+
+bool users_sha2_full(const struct user_table *t, const char *name, const char *pw, size_t len,
+                     uint8_t stage1[SHA1_LEN])
+{
+	bool known, ok;
+	const struct proxy_user *u = users_find(t, name, &known);
+	struct sha2_entry *e = sha2_entry(t, u);
+	uint8_t s1[SHA1_LEN], s2[SHA1_LEN], d2[SHA256_LEN];
+
+	sha1(pw, len, NULL, 0, s1);
+	sha1(s1, SHA1_LEN, NULL, 0, s2);
+	ok = CRYPTO_memcmp(s2, u->stage2, SHA1_LEN) == 0 && known && u->has_password;
+	if (ok) {
+		sha2_digest2(pw, len, d2);
+		pthread_mutex_lock(&t->sha2->mu);
+		memcpy(e->d2, d2, SHA256_LEN);
+		e->valid = true;
+		pthread_mutex_unlock(&t->sha2->mu);
+		memcpy(stage1, s1, SHA1_LEN);
+	}
+	explicit_bzero(s1, sizeof(s1));
+	return ok;
 }
 
 static void add_name(char *out, size_t len, bool *first, const char *what, const char *name)

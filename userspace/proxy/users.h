@@ -5,10 +5,17 @@
  * login against it, which does the same work for a name the table does not
  * have as for a known name with a wrong password, so that the time of a
  * refusal does not tell which names exist.
+ *
+ * caching_sha2_password: each table keeps, in memory only, the
+ * SHA256(SHA256(password)) of its users that passed a full authentication
+ * (the password itself, over TLS or RSA), as a MySQL server's cache does;
+ * fast authentication checks a scramble against it. A reload makes a new
+ * table, so a new, empty cache (as FLUSH PRIVILEGES empties a server's).
  */
 #ifndef MYSTEER_PROXY_USERS_H
 #define MYSTEER_PROXY_USERS_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -27,9 +34,20 @@ struct proxy_user {
 	bool has_hash;
 };
 
+/* The caching_sha2_password cache of a table: one entry per user, the
+ * last one the dummy's (never filled). */
+struct sha2_cache {
+	pthread_mutex_t mu;
+	struct sha2_entry {
+		bool valid;
+		uint8_t d2[SHA256_LEN]; /* SHA256(SHA256(password)) */
+	} e[];
+};
+
 struct user_table {
 	_Atomic int refs;
 	size_t n;
+	struct sha2_cache *sha2;
 	/* an unknown name is checked against this: a random stage2 that no
 	 * reply matches */
 	struct proxy_user dummy;
@@ -55,6 +73,24 @@ const struct proxy_user *users_find(const struct user_table *t, const char *name
  */
 bool users_check(const struct user_table *t, const char *name, const uint8_t *scramble,
                  const uint8_t *reply, size_t n, uint8_t stage1[SHA1_LEN]);
+/*
+ * Whether the user called name may log in with caching_sha2_password: not a
+ * known user with only a password_hash (the proxy logs in to backends with
+ * SHA1(password), which that user's fast authentication would not give: it
+ * is switched to mysql_native_password). An unknown name may (and fails
+ * as a wrong password does).
+ */
+bool users_sha2_able(const struct user_table *t, const char *name);
+/* Fast authentication: true when the cache holds the digest of the user
+ * called name and reply (n bytes) answers scramble with it; stage1 gets
+ * SHA1(password) from the table. False: full authentication follows. */
+bool users_sha2_fast(const struct user_table *t, const char *name, const uint8_t *scramble,
+                     const uint8_t *reply, size_t n, uint8_t stage1[SHA1_LEN]);
+/* Full authentication: whether pw (len bytes, the password in clear) is the
+ * password of the user called name; then its digest goes to the cache and
+ * stage1 gets SHA1(pw). The same work for an unknown name. */
+bool users_sha2_full(const struct user_table *t, const char *name, const char *pw, size_t len,
+                     uint8_t stage1[SHA1_LEN]);
 /* What changed from old to now, as "added a, b; removed c; password changed
  * for d" (empty when nothing did). */
 void users_diff(const struct user_table *old, const struct user_table *now, char *out, size_t len);
