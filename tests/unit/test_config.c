@@ -102,6 +102,7 @@ START_TEST(test_shipped_config)
 	ck_assert_int_eq(c->max_session_history, 256);
 	ck_assert_uint_eq(c->max_session_bytes, 4194304u);
 	ck_assert_int_eq(c->pool_max_per_backend, 200);
+	ck_assert_int_eq(c->switchover_buffer_ms, 3000);
 
 	ck_assert_uint_eq(c->nroutes, 3);
 	ck_assert_str_eq(c->routes[0].name, "rw");
@@ -307,6 +308,7 @@ static const struct bad bad_configs[] = {
     {BE "[proxy]\nmax_client_buffer_bytes = 1000\n", 4,
      "max_client_buffer_bytes: bad number \"1000\" (want 1048576..1099511627776)"},
     {BE "[proxy]\nmax_session_history = -1\n", 4, "max_session_history: bad number"},
+    {BE "[proxy]\nswitchover_buffer_ms = -1\n", 4, "switchover_buffer_ms: bad number"},
     {BE "[mysteerd]\nadmin_socket = /" /* 108+ characters */
         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",

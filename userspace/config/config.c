@@ -370,6 +370,7 @@ static const struct keydef keydefs[] = {
     {SEC_PROXY, "pool_min_idle", K_INT, F(pool_min_idle), 0, 1000000},
     {SEC_PROXY, "pool_idle_timeout_ms", K_INT, F(pool_idle_timeout_ms), 0, BIG},
     {SEC_PROXY, "pool_wait_timeout_ms", K_INT, F(pool_wait_timeout_ms), 1, 3600000},
+    {SEC_PROXY, "switchover_buffer_ms", K_INT, F(switchover_buffer_ms), 0, 3600000},
     {SEC_PROXY, "max_prepared_per_connection", K_INT, F(max_prepared_per_connection), 1, 1000000},
     {SEC_PROXY, "max_prepared_per_session", K_INT, F(max_prepared_per_session), 1, 1000000},
     {SEC_PROXY, "tls_cert", K_PEM, F(tls_cert), 0, 0},
@@ -1135,6 +1136,7 @@ static void set_defaults(struct config *c)
 	c->pool_min_idle = 4;
 	c->pool_idle_timeout_ms = 60000;
 	c->pool_wait_timeout_ms = 10000;
+	c->switchover_buffer_ms = 3000;
 	c->max_prepared_per_connection = 256;
 	c->max_prepared_per_session = 1024;
 }

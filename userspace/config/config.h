@@ -110,6 +110,9 @@ struct config {
 	int read_your_writes_ms, pool_max_per_backend, pool_min_idle, pool_idle_timeout_ms;
 	/* how long a statement waits for a connection at pool_max_per_backend */
 	int pool_wait_timeout_ms;
+	/* R: how long a statement that needs the writer waits for one while
+	 * there is none (a switchover); 0: it fails at once */
+	int switchover_buffer_ms;
 	/* prepared statements: server-side per backend connection (a pooled
 	 * connection must not eat the server's max_prepared_stmt_count, 16382 by
 	 * default), and per client session (the proxy's memory) */

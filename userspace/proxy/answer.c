@@ -265,6 +265,15 @@ again:
 		}
 		if (first && b->rt.kind == RESP_PREPARE)
 			prepare_ok(b, p + PKT_HDR, take);
+		/* the writer refused the client's statement as read-only (fenced
+		 * for a switchover): the statement waits for the next writer
+		 * rather than fail, when nothing of it ran (switchover.c) */
+		if (first && st == RS_DONE && b->internal == 0 && b->writer && take == f.len &&
+		    take > 0 && p[PKT_HDR] == 0xff && sw_refused(b, p + PKT_HDR, take)) {
+			buf_consume(&b->in, PKT_HDR + take);
+			sw_retake(b);
+			return;
+		}
 		if (b->writer && b->rt.last_ok.state &&
 		    ok_find_last_gtid(&b->rt.last_ok, c->last_gtid, sizeof(c->last_gtid)) < 0)
 			c->last_gtid[0] = 0;
@@ -401,11 +410,14 @@ static void on_answer_done(struct client *c, struct bconn *b)
 		}
 	}
 	/* a PREPARE's answer carries no status flags that could be trusted */
+	bool opened = false;
 	if (b->writer && ok && c->cur_kind == RESP_GENERIC) {
 		/* The server knows best whether a transaction is open. */
+		opened = !c->in_trans && (st & SST_IN_TRANS);
 		c->in_trans = (st & SST_IN_TRANS) != 0;
 		c->autocommit_off = !(st & SST_AUTOCOMMIT);
 	}
+	sw_answered(c, b, ok, opened);
 	if (state_pins(c, b))
 		pin_writer(c, "session state a statement or routine made there");
 	/* An EXECUTE that opened a cursor: its rows wait on this connection for

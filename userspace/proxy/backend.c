@@ -43,6 +43,13 @@ void bconn_free(struct bconn *b)
 		}
 	}
 	if (c && !c->ghost) {
+		/* its LAST_INSERT_ID() was not read yet: the insert id of the OK
+		 * that changed it stands for it (lid_note) */
+		if (b->writer && b->lid_held && b->lid_ok_set && b->lid_ok != c->lid) {
+			c->lid = b->lid_ok;
+			if (++c->lid_gen == 0)
+				c->lid_gen = 1;
+		}
 		ps_forget_conn(c, b);
 		if (c->wconn == b)
 			c->wconn = NULL;
@@ -145,6 +152,11 @@ static void bconn_fail_err(struct bconn *b, const char *why, const struct err_pk
 	snprintf(msg, sizeof(msg), "mysteer: lost the connection to the %s %s: %s",
 	         writer ? "writer" : "reader", b->name, why);
 	warm_failed(b);
+	/* the writer could not be reached before the command was sent (a
+	 * killed primary refuses the connect): it waits for the next writer
+	 * (switchover_buffer_ms), as when there is none */
+	if (c && active && writer && !srv && b->st != B_READY && !c->fwd_started && sw_unreached(b))
+		return;
 	state_lost = c && ((writer && (c->in_trans || c->pin_writer || c->autocommit_off)) ||
 	                   c->trx_conn == b);
 	bconn_free(b);

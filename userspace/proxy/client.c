@@ -514,6 +514,7 @@ static void client_command(struct client *c, const uint8_t *p, size_t n)
 			bconn_free(c->rconn);
 		hist_clear(c);
 		c->in_trans = c->ro_trans = c->autocommit_off = c->pin_writer = false;
+		c->sw_only_begin = c->sw_replay_begin = false;
 		c->pin_why = NULL;
 		/* as a server's reset: the prepared statements go, with their long
 		 * data and cursors, and the last GTID it tracked */
@@ -1385,6 +1386,7 @@ void client_close(struct client *c)
 	preauth_unlink(c);
 	sess_unregister(c);
 	wait_dequeue(c);
+	sw_dequeue(c);
 	reader_release(c);
 	if (c->wconn)
 		pool_park(c, c->wconn);

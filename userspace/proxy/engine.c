@@ -66,6 +66,7 @@ static void reap(struct worker *w)
 		buf_free(&c->in);
 		buf_free(&c->out);
 		buf_free(&c->cmd);
+		buf_free(&c->sw_begin);
 		/* the session's SHA1(password), with which it logs in to backends */
 		explicit_bzero(c->stage1, sizeof(c->stage1));
 		free(c);
@@ -86,6 +87,11 @@ static void sweep(struct worker *w)
 	wait_expire(w, now);
 	if (w->wait_head)
 		waiters_run(w);
+	/* waits for a writer: run out, or try again (a fenced writer's fence
+	 * lapses; a topology's wake is for speed) */
+	sw_expire(w, now);
+	if (w->sw_head)
+		sw_run(w);
 	pool_yield(w);
 	pool_warm(w);
 	accept_resume(w);
@@ -113,6 +119,9 @@ static int loop_timeout(const struct worker *w)
 
 	if (w->wait_head && w->wait_head->wait_deadline < due)
 		due = w->wait_head->wait_deadline;
+	/* in arrival order, with one bound (a reload changes it for new waits) */
+	if (w->sw_head && w->sw_head->sw_deadline < due)
+		due = w->sw_head->sw_deadline;
 	if (due <= now)
 		return 0;
 	return due - now < SWEEP_MS ? (int)(due - now) : SWEEP_MS;
@@ -169,6 +178,11 @@ void worker_once(struct worker *w, int timeout_ms)
 	}
 	if (w->wait_head && now_ms() >= w->wait_head->wait_deadline)
 		wait_expire(w, now_ms());
+	/* a topology with a writer was published: the waits for one go on */
+	if (atomic_exchange(&w->sw_kick, false) && w->sw_head && !w->stop)
+		sw_run(w);
+	if (w->sw_head && now_ms() >= w->sw_head->sw_deadline)
+		sw_expire(w, now_ms());
 	reap(w);
 	sweep(w);
 }
@@ -411,6 +425,7 @@ static void apply_settings(struct proxy_engine *e, const struct config *cfg)
 	atomic_store(&e->max_client_buf, cfg->max_client_buffer_bytes);
 	atomic_store(&e->max_hist, cfg->max_session_history);
 	atomic_store(&e->max_session_bytes, cfg->max_session_bytes);
+	atomic_store(&e->sw_ms, cfg->switchover_buffer_ms);
 }
 
 /* The settings, and the [user:...] sections: new logins check against the
@@ -450,6 +465,8 @@ void proxy_engine_stop(struct proxy_engine *e)
 
 	if (!e)
 		return;
+	if (e->sw_subscribed)
+		topo_unsubscribe(sw_topology, e);
 	for (int i = 0; i < e->nworkers; i++) {
 		struct worker *w = &e->workers[i];
 		if (!w->started)
@@ -623,6 +640,12 @@ struct proxy_engine *proxy_engine_start(const struct config *cfg, uint16_t port,
 		thread_name(w->th, "mysteer-proxy%d", i);
 		w->started = true;
 	}
+	/* a topology with a writer wakes the statements waiting for one */
+	if (topo_subscribe(sw_topology, e) == 0)
+		e->sw_subscribed = true;
+	else
+		log_warn("proxy: no topology subscription: statements waiting for a writer "
+		         "go on at the next sweep (250 ms)");
 	for (size_t i = 0; i < cfg->nbinds; i++) {
 		char text[INET6_ADDRSTRLEN] = "?";
 		const struct sockaddr_storage *a = &cfg->binds[i];

@@ -304,6 +304,18 @@ struct client {
 	uint64_t wait_start, wait_deadline;
 	uint64_t wait_ticket; /* its place over all workers (e->wait_tickets) */
 	struct client *wait_prev, *wait_next;
+	/* waiting for a writer while there is none (switchover.c): its command
+	 * stays in c->cmd until one is published or sw_deadline passes */
+	bool sw_waiting;
+	bool sw_must_wait; /* set by get_writer: route_cmd queues the command */
+	uint64_t sw_start, sw_deadline;
+	struct client *sw_prev, *sw_next;
+	/* the transaction open holds nothing but its BEGIN (sw_begin, the
+	 * command packet): nothing ran in it yet, so it can start again on
+	 * another writer; sw_replay_begin: it must, before the session's next
+	 * command there (its connection to the old writer is gone) */
+	bool sw_only_begin, sw_replay_begin;
+	struct buf sw_begin;
 };
 
 struct bconn {
@@ -347,6 +359,10 @@ struct bconn {
 	 * connection has, 0 for a fresh or reset one (LAST_INSERT_ID() = 0) */
 	bool lid_held, lid_fetch, lid_seen_ok;
 	uint64_t lid_seen;
+	/* the insert id of the last OK that changed LAST_INSERT_ID() here
+	 * (lid_ok_set): the session's value if b is lost before it is read */
+	bool lid_ok_set;
+	uint64_t lid_ok;
 	uint32_t lid_gen;
 	/* LAST_INSERT_ID() here may be non-zero (since the last reset); parked
 	 * without a reset, it is another session's (lid_foreign), which
@@ -453,6 +469,13 @@ struct proxy_engine {
 	struct evp_pkey_st *rsa_key;
 	uint8_t *rsa_pem;
 	size_t rsa_pem_len;
+	/* switchover_buffer_ms; the writer that refused a statement as
+	 * read-only or could not be reached, while the topology still names
+	 * it (switchover.c: sw_fence) */
+	_Atomic int sw_ms;
+	_Atomic uint64_t sw_fence_word, sw_fence_ms;
+	_Atomic int sw_waiting_now;
+	bool sw_subscribed;
 #ifdef MYSTEER_ENGINE_TEST
 	/* engine_test.h: backend connections come from here */
 	int (*test_connect)(void *arg, const struct topo_backend *be);
@@ -507,6 +530,11 @@ struct worker {
 	int nwaiting;              /* of them, in all */
 	bool kick;                 /* a slot or a pooled connection came free: serve them */
 	_Atomic bool kills;        /* a session of it has kill_conn set (ops.c) */
+	/* sessions waiting for a writer (switchover.c), in arrival order;
+	 * sw_n is read by the topology subscriber, sw_kick set by it */
+	struct client *sw_head, *sw_tail;
+	_Atomic int sw_n;
+	_Atomic bool sw_kick;
 };
 
 /* ---- buffers ---- */
@@ -711,6 +739,32 @@ void wait_expire(struct worker *w, uint64_t now);
 void pool_yield(struct worker *w);
 bool wait_older_elsewhere(struct worker *w, uint32_t id, uint64_t ticket);
 
+/* switchover.c: statements that need the writer wait while there is none */
+/* The topology's usable writer, unless it is fenced (sw_fence): NULL. */
+const struct topo_backend *sw_writer(struct proxy_engine *e, const struct topology *t);
+/* Whether the command in flight may wait for a writer now. */
+bool sw_may_wait(const struct client *c);
+void sw_enqueue(struct client *c);
+void sw_dequeue(struct client *c);
+void sw_run(struct worker *w);
+void sw_expire(struct worker *w, uint64_t now);
+/* The writer b refused the client's command in flight with this ERR (p, n
+ * bytes, not passed on yet) as read-only, nothing of it ran, and the
+ * session may move: then sw_retake(b) closes b and the command waits for
+ * the next writer (or goes to it now). */
+bool sw_refused(const struct bconn *b, const uint8_t *p, size_t n);
+void sw_retake(struct bconn *b);
+/* b, a writer connection, failed before the client's command was sent:
+ * when the session may move, b goes and the command waits for the next
+ * writer (true); false: the caller fails it as before. */
+bool sw_unreached(struct bconn *b);
+/* An answer of the writer ended: whether the session's transaction still
+ * holds only its BEGIN (opened_by_begin: this answer opened it). */
+void sw_answered(struct client *c, struct bconn *b, bool ok, bool opened);
+void sw_topology(const struct topology *t, void *arg);
+/* Why the session cannot leave its writer connection b, or NULL (route.c). */
+const char *writer_held_for(const struct client *c, const struct bconn *b);
+
 /* mux.c: when a session gives a connection back */
 bool keeps_state(const struct client *c, const struct bconn *b);
 bool leaves_no_state(const struct client *c, const struct bconn *b);
@@ -809,6 +863,10 @@ void cmd_done(struct client *c);
 struct metric_series;
 void proxy_metrics_classified(struct client *c, enum cls_token tok);
 void proxy_metrics_answered(struct client *c, struct bconn *b);
+/* a statement began to wait for a writer, a wait ran out, a statement the
+ * writer refused as read-only (or never got) was taken back to wait */
+enum sw_metric { SW_METRIC_WAIT, SW_METRIC_TIMEOUT, SW_METRIC_RETAKE };
+void proxy_metrics_switchover(enum sw_metric what);
 void cmd_fail(struct client *c, uint16_t code, const char *msg);
 /* the same with the SQLSTATE of an error a server gave */
 void cmd_fail_state(struct client *c, uint16_t code, const char *sqlstate, const char *msg);

@@ -16,6 +16,7 @@ static struct {
 	pthread_once_t once;
 	struct metric_family *decisions, *stmts, *seconds;
 	struct metric_series *by_tok[CLS_END + 1];
+	struct metric_series *sw[3];
 } M = {.once = PTHREAD_ONCE_INIT};
 
 static void register_metrics(void)
@@ -34,6 +35,24 @@ static void register_metrics(void)
 	                      "Time from a statement's arrival at the 6450 proxy to the end "
 	                      "of its answer, by the backend that answered",
 	                      backend, metrics_latency_buckets, metrics_latency_nbuckets, 0);
+	M.sw[SW_METRIC_WAIT] = metric_series(
+	    metrics_counter("mysteer_proxy_switchover_waits_total",
+	                    "Statements of 6450 clients that waited for a writer while there "
+	                    "was none (switchover_buffer_ms)",
+	                    NULL, 0),
+	    NULL);
+	M.sw[SW_METRIC_TIMEOUT] =
+	    metric_series(metrics_counter("mysteer_proxy_switchover_timeouts_total",
+	                                  "Waits for a writer that ran out (switchover_buffer_ms): "
+	                                  "the statement got an ERR",
+	                                  NULL, 0),
+	                  NULL);
+	M.sw[SW_METRIC_RETAKE] = metric_series(
+	    metrics_counter("mysteer_proxy_switchover_retakes_total",
+	                    "Statements the writer refused as read-only or never got, "
+	                    "held for the next writer instead of failing",
+	                    NULL, 0),
+	    NULL);
 	for (int t = CLS_READ; t <= CLS_END; t++)
 		M.by_tok[t] = metric_at(M.decisions, cls_token_name((enum cls_token)t));
 }
@@ -51,6 +70,12 @@ void proxy_metrics_classified(struct client *c, enum cls_token tok)
 	c->cmd_t0_us = now_us();
 	if (tok >= CLS_READ && tok <= CLS_END)
 		metric_inc(M.by_tok[tok]);
+}
+
+void proxy_metrics_switchover(enum sw_metric what)
+{
+	pthread_once(&M.once, register_metrics);
+	metric_inc(M.sw[what]);
 }
 
 void proxy_metrics_answered(struct client *c, struct bconn *b)

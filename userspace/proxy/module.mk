@@ -25,7 +25,7 @@ $(BUILD)/fuzz/fuzz_proto: tests/fuzz/fuzz_proto.c userspace/proxy/proto.c usersp
 # engine_int.h) and the service go into mysteerd; they need the classifier.
 ENGINE_OBJS := $(addprefix $(BUILD)/obj/userspace/proxy/, \
 	       engine.o client.o route.o backend.o answer.o pool.o wait.o mux.o stmt.o users.o \
-	       metrics.o tls.o ops.o)
+	       metrics.o tls.o ops.o switchover.o)
 PROXY_OBJS := $(PROTO_OBJS) $(ENGINE_OBJS) \
 	      $(BUILD)/obj/userspace/proxy/service.o $(BUILD)/obj/userspace/proxy/routines.o
 
@@ -50,7 +50,8 @@ INTEG_TESTS += tests/integration/proxy.sh tests/integration/proxy_routines.sh \
 	       tests/integration/proxy_bounds.sh tests/integration/proxy_correct.sh \
 	       tests/integration/proxy_tls.sh tests/integration/proxy_kill.sh \
 	       tests/integration/proxy_infile.sh tests/integration/node_clients.sh \
-	       tests/integration/proxy_auth.sh
+	       tests/integration/proxy_auth.sh \
+	       tests/integration/proxy_switchover.sh
 
 # proxy_psmux: prepared statements and multiplexing (proxy_psmux.sh).
 BINS += $(BUILD)/tests/proxy_psmux

@@ -143,6 +143,15 @@ void lid_note(const struct client *c, struct bconn *b)
 {
 	if (!b->writer)
 		return;
+	/* what LAST_INSERT_ID() is now, for when b is lost before it is read:
+	 * the OK's insert id; unknown after a function or routine set it */
+	if (!b->rt.saw_err && b->rt.last_ok.insert_id) {
+		b->lid_ok = b->rt.last_ok.insert_id;
+		b->lid_ok_set = true;
+	} else if (c->cur_classified &&
+	           (c->cur_reason == CLS_R_WRITE_FUNCTION || c->cur_reason == CLS_R_CALL)) {
+		b->lid_ok_set = false;
+	}
 	if ((!b->rt.saw_err && b->rt.last_ok.insert_id) ||
 	    (c->cur_classified &&
 	     (c->cur_reason == CLS_R_WRITE_FUNCTION || c->cur_reason == CLS_R_CALL ||
@@ -209,7 +218,7 @@ bool lid_fetched(struct client *c, struct bconn *b)
 			c->lid_gen = 1;
 	}
 	b->lid_gen = c->lid_gen;
-	b->lid_held = false;
+	b->lid_held = b->lid_ok_set = false;
 	/* idle but for the SELECT itself, whose answer is consumed */
 	return !b->awaiting && b->internal == 1 && c->cur != b;
 }
@@ -229,7 +238,7 @@ int lid_prologue(const struct client *c, struct bconn *b)
 	if (queue_internal(b, q) < 0)
 		return -1;
 	b->lid_gen = c->lid_gen;
-	b->lid_foreign = false;
+	b->lid_foreign = b->lid_ok_set = false;
 	b->lid_touched = c->lid != 0;
 	return 0;
 }

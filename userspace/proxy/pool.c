@@ -134,7 +134,7 @@ bool pool_park(struct client *c, struct bconn *b)
 	b->pool_charset = c->charset;
 	b->hist_applied = 0; /* a clean connection never had the history replayed */
 	b->lid_gen = 0;
-	b->lid_held = false;
+	b->lid_held = b->lid_ok_set = false;
 	free(b->hist_img);
 	b->hist_img = NULL;
 	/* only the history replayed: kept as it is for a session with the same

@@ -143,11 +143,6 @@ static const struct topo_backend *waited_reader(struct client *c, const struct t
 	return NULL;
 }
 
-static const struct topo_backend *cur_writer(const struct topology *t)
-{
-	return topo_usable_writer(t);
-}
-
 static bool still_serves(const struct topology *t, uint32_t id, enum be_role role)
 {
 	for (size_t i = 0; i < t->nbackends; i++)
@@ -157,11 +152,18 @@ static bool still_serves(const struct topology *t, uint32_t id, enum be_role rol
 }
 
 /* Drops held connections to backends that lost their role, where the session
- * may move (not inside a transaction, nor with state only that server has). */
+ * may move (not inside a transaction, nor with state only that server has).
+ * A writer that refused a statement as read-only (sw_fence) counts as one
+ * that lost it, before the topology says so. */
 static void follow_topology(struct client *c, const struct topology *t)
 {
+	const struct topo_backend *w = NULL;
+
+	if (c->wconn)
+		w = sw_writer(c->w->e, t);
 	if (c->wconn && !c->in_trans && !c->pin_writer && !c->autocommit_off &&
-	    !still_serves(t, c->wconn->backend_id, ROLE_WRITER))
+	    (!still_serves(t, c->wconn->backend_id, ROLE_WRITER) || !w ||
+	     w->id != c->wconn->backend_id))
 		bconn_free(c->wconn);
 	if (c->rconn && c->trx_conn != c->rconn &&
 	    !still_serves(t, c->rconn->backend_id, ROLE_READER))
@@ -178,8 +180,7 @@ void pin_writer(struct client *c, const char *why)
 	c->pin_writer = true;
 }
 
-/* Why the session cannot leave its writer connection b, or NULL. */
-static const char *writer_held_for(const struct client *c, const struct bconn *b)
+const char *writer_held_for(const struct client *c, const struct bconn *b)
 {
 	if (c->autocommit_off)
 		return "a transaction with autocommit off";
@@ -209,6 +210,17 @@ bool route_demoted(struct client *c, const struct topology *t, bool in_cmd)
 	why = writer_held_for(c, b);
 	if (!why)
 		return false;
+	/* a transaction that holds nothing but its BEGIN starts again on the
+	 * next writer (switchover_buffer_ms) */
+	if (c->sw_only_begin && c->in_trans && !c->autocommit_off && !c->pin_writer && !b->keep &&
+	    !b->has_cursor && atomic_load(&c->w->e->sw_ms) > 0) {
+		log_debug("proxy: %s is no longer the writer: a session of %s begins its "
+		          "transaction again on the next one",
+		          b->name, c->user);
+		bconn_free(b);
+		c->sw_replay_begin = true;
+		return false;
+	}
 	log_info("proxy: %s is no longer the writer: a session of %s from %s that held %s "
 	         "there is closed",
 	         b->name, c->user, c->host, why);
@@ -220,6 +232,7 @@ bool route_demoted(struct client *c, const struct topology *t, bool in_cmd)
 	if (in_cmd) {
 		/* route_cmd: the command is refused, then the session ends */
 		wait_dequeue(c);
+		sw_dequeue(c);
 		cmd_fail_state(c, 1927, "70100", msg);
 		c->closing = true;
 	} else {
@@ -249,8 +262,13 @@ static struct bconn *get_writer(struct client *c, const struct topology *t, char
 
 	if (c->wconn)
 		return c->wconn;
-	be = cur_writer(t);
+	be = t ? sw_writer(c->w->e, t) : NULL;
 	if (!be) {
+		/* a switchover: the statement waits for the next writer */
+		if (sw_may_wait(c)) {
+			c->sw_must_wait = true;
+			return NULL;
+		}
 		no_writer_msg(t, msg, cap);
 		return NULL;
 	}
@@ -292,7 +310,7 @@ static struct bconn *get_reader(struct client *c, const struct topology *t, char
 static struct bconn *get_target(struct client *c, const struct topology *t, char *msg, size_t cap)
 {
 	const struct topo_backend *be = NULL;
-	const struct topo_backend *w = t ? cur_writer(t) : NULL;
+	const struct topo_backend *w = t ? topo_usable_writer(t) : NULL;
 
 	if (c->wconn && c->wconn->backend_id == c->target_id)
 		return c->wconn;
@@ -440,6 +458,16 @@ int send_cmd(struct client *c, struct bconn *b)
 	}
 	if (!fetch && (track_prologue(c, b) < 0 || lid_prologue(c, b) < 0))
 		return -1;
+	/* the session's transaction, which held only its BEGIN, begins again
+	 * here (its old writer connection went: route_demoted, sw_take_back).
+	 * The client's answer is the command's own. */
+	if (!fetch && b->writer && c->sw_replay_begin && buf_used(&c->sw_begin) > 0) {
+		if (buf_put_packet(&b->out, 0, c->sw_begin.d + c->sw_begin.off,
+		                   buf_used(&c->sw_begin)) < 0)
+			return -1;
+		b->internal++;
+		c->sw_replay_begin = false;
+	}
 	if (c->cur_ps && p[0] == COM_STMT_EXECUTE) {
 		struct bstmt *e;
 		if (queue_ps_prereqs(c, b, &xid, &e) < 0 || build_execute(c, e, xid, &p, &n) < 0)
@@ -475,6 +503,7 @@ void route_cmd(struct client *c)
 	char msg[512] = "mysteer: no backend available";
 
 	c->must_wait = false;
+	c->sw_must_wait = false;
 	if (t && route_demoted(c, t, true)) {
 		topo_put(t);
 		return;
@@ -503,10 +532,17 @@ void route_cmd(struct client *c)
 	if (t)
 		topo_put(t);
 	if (!b && c->must_wait) {
+		sw_dequeue(c);
 		wait_enqueue(c);
 		return;
 	}
+	if (!b && c->sw_must_wait) {
+		wait_dequeue(c);
+		sw_enqueue(c);
+		return;
+	}
 	wait_dequeue(c);
+	sw_dequeue(c);
 	if (!b) {
 		cmd_fail(c, 1105, msg);
 		return;
