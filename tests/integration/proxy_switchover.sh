@@ -5,9 +5,9 @@
 # persistent connections, a new connection per write, transactions of 3
 # inserts; and reads), with switchover_buffer_ms = 3000:
 # - 0 client-visible errors for autocommit writes and for transactions that
-#   began after the switchover did (their BEGIN sent after `promote` was
-#   started); a transaction already open then may get an ERR (replay is not
-#   built), never a silent loss;
+#   began after the old primary was fenced (their BEGIN sent after a poller
+#   saw its read_only = 1); a transaction already open then may get an ERR
+#   (replay is not built), never a silent loss;
 # - every acknowledged write is on the new primary, and none made after the
 #   promotion ran on the old one;
 # - the metrics count the waits for a writer and the statements taken back;
@@ -84,6 +84,22 @@ load auto persistent 1
 load conn perstmt 11
 load trx txn 21
 sleep 3
+# when the old primary is seen fenced (read_only = 1), polled over its socket
+cat >"$T/fence.py" <<'PY'
+import sys, time, pymysql
+c = pymysql.connect(unix_socket=sys.argv[1], user='root', autocommit=True)
+cur = c.cursor()
+while True:
+    cur.execute('SELECT @@global.read_only')
+    if cur.fetchone()[0]:
+        print(time.time_ns() // 1000, flush=True)
+        break
+    time.sleep(0.005)
+PY
+$PY "$T/fence.py" "$SANDBOX_DIR/$P1/mysqld.sock" >"$T/fence.out" 2>&1 &
+FENCE=$!
+ITEST_PIDS+=($FENCE)
+sleep 0.5
 t_promote=$(date +%s%6N)
 sb promote "$P2" 2>>"$T/sandbox.log" || echo "# promote failed"
 t_promoted=$(date +%s%6N)
@@ -92,6 +108,9 @@ check "db2 the writer after the promotion (${ms} ms after promote returned)" tes
 touch "$T/lid.go"
 sleep 3
 stop_loads
+wait "$FENCE"
+t_fence=$(head -n 1 "$T/fence.out")
+measured "the old primary was seen fenced $(((t_fence - t_promote) / 1000)) ms after promote started"
 measured "promote took $(((t_promoted - t_promote) / 1000)) ms"
 for n in auto conn trx; do measured "$(summary $n)"; done
 check_eq "autocommit writes, persistent connections: no error" "0 0 0" \
@@ -107,6 +126,7 @@ sql_root "$P2" "SELECT writer_id, seq, executed_on, t_client_send FROM chaos.w" 
 cat >"$T/verdict.py" <<'PY'
 import sys
 rows_f, t0, t1, old, new = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+codes = {}
 rows = {}
 for line in open(rows_f):
     w, s, on, ts = line.split('\t')
@@ -120,6 +140,7 @@ for name in sys.argv[6:]:
             continue
         ts, td = int(ts), int(td)
         if kind == 't' and outcome != 'ok':
+            codes[code] = codes.get(code, 0) + 1
             if ts >= t0:
                 trx_new_fail += 1
             else:
@@ -133,16 +154,18 @@ for name in sys.argv[6:]:
             missing += 1
         elif ts >= t1 and r[0] == old:
             late_old += 1
-print(acked, missing, late_old, trx_new_fail, trx_old_fail, worst // 1000)
+print(acked, missing, late_old, trx_new_fail, trx_old_fail, worst // 1000,
+      ','.join('%s:%d' % kv for kv in sorted(codes.items())) or '-')
 PY
-read -r acked missing late_old trx_new trx_old worst < <($PY "$T/verdict.py" "$T/rows.tsv" \
-	"$t_promote" "$t_promoted" "$P1" "$P2" "$T"/ledger-auto.csv "$T"/ledger-conn.csv "$T"/ledger-trx.csv)
+read -r acked missing late_old trx_new trx_old worst codes < <($PY "$T/verdict.py" "$T/rows.tsv" \
+	"${t_fence:-0}" "$t_promoted" "$P1" "$P2" "$T"/ledger-auto.csv "$T"/ledger-conn.csv "$T"/ledger-trx.csv)
 measured "$acked writes acknowledged; the slowest took $worst ms (sent to acknowledged)"
-measured "transaction rows refused: $trx_old of transactions open when promote started, $trx_new of later ones"
+measured "transaction rows refused: $trx_old of transactions begun before the fence, $trx_new of later ones (error:rows $codes)"
 check "writes were acknowledged" test "${acked:-0}" -gt 0
 check_eq "every acknowledged write is on the new primary" 0 "$missing"
 check_eq "no write sent after the promotion ran on the old primary" 0 "$late_old"
-check_eq "transactions begun after the switchover started: none refused" 0 "$trx_new"
+check "the fence was seen" test -n "${t_fence:-}"
+check_eq "transactions begun after the old primary was fenced: none refused" 0 "$trx_new"
 waits=$(metric mysteer_proxy_switchover_waits_total)
 retakes=$(metric mysteer_proxy_switchover_retakes_total)
 timeouts=$(metric mysteer_proxy_switchover_timeouts_total)
