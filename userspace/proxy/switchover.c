@@ -174,15 +174,17 @@ void sw_expire(struct worker *w, uint64_t now)
 }
 
 /* Whether the command in flight on the writer connection b may be taken
- * back and sent to another writer: nothing of it ran (the caller knows),
+ * back and sent to another writer: nothing of it ran (the caller knows: the
+ * first packet of its own answer is the refusal, or b never logged in, so
+ * the proxy's own statements queued before it did not run either),
  * it is one statement that cannot have changed anything before it failed
  * (no routine, no multi-statement), and the session holds nothing on b but
  * a transaction with only its BEGIN. */
 static bool movable(const struct client *c, const struct bconn *b)
 {
-	if (!c || c->ghost || c->cur != b || c->fwd_started || !b->writer || b->internal > 0 ||
-	    !c->cur_classified || c->cur_hist || c->shedding || c->closing ||
-	    atomic_load(&c->w->e->sw_ms) <= 0 || b->backend_id >= 0xffff)
+	if (!c || c->ghost || c->cur != b || c->fwd_started || !b->writer || !c->cur_classified ||
+	    c->cur_hist || c->shedding || c->closing || atomic_load(&c->w->e->sw_ms) <= 0 ||
+	    b->backend_id >= 0xffff)
 		return false;
 	if ((c->cur_flags & (CLS_F_MULTI | CLS_F_ROUTINE)) || c->cur_reason == CLS_R_CALL ||
 	    c->cur_reason == CLS_R_UNKNOWN_FUNCTION || c->cur_reason == CLS_R_NOT_UNDERSTOOD)
