@@ -6,6 +6,9 @@
 #   on a replica by a write of their own), the daemon's peak RSS growth
 #   measured and logged (bound: < 64 MB, the file is streamed, not held);
 # - PyMySQL local_infile=True: rows counted on the writer;
+# - over TLS (mariadb --ssl --ssl-verify-server-cert): 20 MB, rows counted;
+# - a file the server refuses part way (a trigger's SIGNAL at row 15000):
+#   its ERR, nothing of the file kept, and the session goes on;
 # - a client killed in the middle of a file: nothing of it committed, the
 #   daemon and other sessions go on (the connection is closed, not pooled);
 # - [proxy] local_infile = off (reload): ERROR 1148, as a server with
@@ -15,7 +18,11 @@ itest_init proxy_infile
 itest_sandbox_up
 
 PP=6450
-ITEST_PROXY_EXTRA="workers = 2" itest_write_config "$T/mysteer.conf"
+TLS=$SANDBOX_DIR/tls
+cp "$TLS/server-cert.pem" "$TLS/server-key.pem" "$T/"
+ITEST_PROXY_EXTRA="workers = 2
+tls_cert = $T/server-cert.pem
+tls_key = $T/server-key.pem" itest_write_config "$T/mysteer.conf"
 itest_daemon_start "$T/mysteer.conf" || exit 1
 wait_until 20 bash -c "[ \"\$('$MYSTEERCTL' --socket '$T/admin.sock' --json status |
 	python3 -c 'import json,sys; print(json.load(sys.stdin)[\"writer\"])')\" = db1 ]" >/dev/null ||
@@ -33,8 +40,16 @@ sql_root $P1 "CREATE DATABASE IF NOT EXISTS t;
 	CREATE TABLE t.big (id INT PRIMARY KEY, v VARCHAR(1000)) ENGINE=InnoDB;
 	CREATE TABLE t.small (id INT PRIMARY KEY, v VARCHAR(100));
 	CREATE TABLE t.abort (id INT PRIMARY KEY, v VARCHAR(1000));
+	CREATE TABLE t.tls (id INT PRIMARY KEY, v VARCHAR(1000));
+	CREATE TABLE t.dup (id INT PRIMARY KEY, v VARCHAR(1000)) ENGINE=InnoDB;
 	GRANT FILE ON *.* TO 'app'@'%'"
-ROWS=200000
+mariadb --no-defaults -uroot -S "$SANDBOX_DIR/$P1/mysqld.sock" <<'SQL'
+DELIMITER //
+CREATE TRIGGER t.dup_refuse BEFORE INSERT ON t.dup FOR EACH ROW
+	IF NEW.id = 15000 THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'row 15000 refused'; END IF//
+DELIMITER ;
+SQL
+ROWS=${INFILE_ROWS:-200000}
 python3 - "$T/big.csv" $ROWS <<'PY'
 import sys
 pad = "x" * 990
@@ -87,6 +102,39 @@ echo "# PyMySQL: $(tr '\n' ' ' <<<"$out")"
 check "PyMySQL local_infile=True: 1000 rows affected, the session goes on" \
 	grep -qz "affected 1000.*after 1" <<<"$out"
 check_eq "1000 rows on the writer" 1000 "$(sql_root $P1 "SELECT COUNT(*) FROM t.small")"
+
+# --- over TLS ---------------------------------------------------------------------
+head -n 20000 "$T/big.csv" >"$T/part.csv"
+out=$(mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp --connect-timeout=10 --local-infile=1 \
+	--ssl --ssl-ca="$TLS/ca.pem" --ssl-verify-server-cert -N -B \
+	-e "LOAD DATA LOCAL INFILE '$T/part.csv' INTO TABLE t.tls FIELDS TERMINATED BY ','; SHOW STATUS LIKE 'Ssl_version'" 2>&1)
+echo "# over TLS: $out"
+check "mariadb --ssl --ssl-verify-server-cert: LOAD DATA LOCAL of 20 MB" grep -q "^Ssl_version" <<<"$out"
+check_eq "20000 rows on the writer" 20000 "$(sql_root $P1 "SELECT COUNT(*) FROM t.tls")"
+
+# --- the server refuses the file part way ------------------------------------------------
+out=$(lq "LOAD DATA LOCAL INFILE '$T/part.csv' INTO TABLE t.dup FIELDS TERMINATED BY ','" 2>&1)
+echo "# a row refused by a trigger: $out"
+check "the server's ERROR 1644 for the refused row" grep -q "ERROR 1644.*row 15000 refused" <<<"$out"
+out=$(/usr/bin/python3 - $PP "$T/part.csv" <<'PY' 2>&1
+import sys
+import pymysql
+c = pymysql.connect(host="127.0.0.1", port=int(sys.argv[1]), user="app", password="app",
+                    local_infile=True, autocommit=True, connect_timeout=10)
+cur = c.cursor()
+try:
+    cur.execute("LOAD DATA LOCAL INFILE '%s' INTO TABLE t.dup FIELDS TERMINATED BY ','"
+                % sys.argv[2])
+    print("no error")
+except pymysql.err.MySQLError as e:
+    print("error", e.args[0])
+cur.execute("SELECT 'after', CONNECTION_ID() = %d" % c.thread_id())
+print(*cur.fetchone())
+PY
+)
+echo "# PyMySQL, the same file, then a SELECT: $(tr '\n' ' ' <<<"$out")"
+check "PyMySQL: ERROR 1644, and the session goes on after it" grep -qz "error 1644.after 1" <<<"$out"
+check_eq "nothing of the refused file is kept" 0 "$(sql_root $P1 "SELECT COUNT(*) FROM t.dup")"
 
 # --- a client killed in the middle of its file -----------------------------------------
 mkfifo "$T/fifo"

@@ -2,7 +2,9 @@
 # proxy_kill.py - CONNECTION_ID() and KILL through the 6450 proxy, with
 # PyMySQL, for proxy_kill.sh:
 #
-#   proxy_kill.py PORT WRITER_PORT
+#   proxy_kill.py PORT WRITER_PORT        the whole test
+#   proxy_kill.py PORT WRITER_PORT any    app_admin is in kill_any_user:
+#                                         its KILLs of app's sessions
 #
 # Prints "ok - ..." / "not ok - ..." and "measured: ..." lines; exits 1 when
 # a check failed.
@@ -61,6 +63,26 @@ def running(runner):
     time.sleep(1.5)  # the statement is on its backend by then
     return runner.is_alive()
 
+
+if len(sys.argv) > 3 and sys.argv[3] == "any":
+    a = conn()
+    hid = a.thread_id()
+    adm = conn("app_admin")
+    r = Runner(a, "SELECT SLEEP(30)")
+    r.start()
+    check(running(r), "app's SLEEP(30) runs")
+    code = err_code(lambda: one(adm, "KILL QUERY %d" % hid))
+    check(code == 0, "app_admin (kill_any_user): KILL QUERY of app's session is OK (%s)" % code)
+    r.join(20)
+    check(r.code == 1317, "app's statement gets 1317 (%s)" % r.code)
+    check(one(a, "SELECT 1")[0][0] == 1, "app's session goes on")
+    check(err_code(lambda: one(adm, "KILL %d" % hid)) == 0, "app_admin: KILL of app's session")
+    time.sleep(0.5)
+    check(err_code(lambda: one(a, "SELECT 1")) in (2006, 2013), "app's session is over")
+    b = conn()
+    check(err_code(lambda: one(b, "KILL %d" % adm.thread_id())) == 1095,
+          "app (not in kill_any_user) still may not kill app_admin's: 1095")
+    sys.exit(1 if failed else 0)
 
 # --- CONNECTION_ID() ----------------------------------------------------------
 a = conn()

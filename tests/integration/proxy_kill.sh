@@ -10,6 +10,8 @@
 #   another user is refused (1095), an unknown id is 1094, KILL USER and a
 #   KILL in a multi-statement 1235; KILL CONNECTION ends A (1927) and its
 #   statement on the backend, an idle session, and a session itself;
+# - the mariadb CLI's KILL QUERY of a PyMySQL session's SLEEP(30);
+# - [proxy] kill_any_user: app_admin's KILLs of app's sessions;
 # - no killed SLEEP is left running on any server, no KILL reached one as
 #   the client wrote it.
 . "$(dirname "$0")/lib.sh"
@@ -32,6 +34,36 @@ cid=$(awk '/^cid/ {getline; print $1}' <<<"$out")
 echo "# mariadb CLI: Connection id: $hs, CONNECTION_ID(): $cid"
 check "mariadb CLI: CONNECTION_ID() is the handshake's id ($hs)" [ -n "$hs" -a "$hs" = "$cid" ]
 
+# the mariadb CLI kills a session of PyMySQL's (another worker maybe)
+/usr/bin/python3 -c "
+import pymysql, sys, time
+c = pymysql.connect(host='127.0.0.1', port=$PP, user='app', password='app')
+print(c.thread_id(), flush=True)
+cur = c.cursor()
+t0 = time.monotonic()
+try:
+    cur.execute('SELECT SLEEP(30)')
+    print('no error', flush=True)
+except pymysql.err.MySQLError as e:
+    print('error', e.args[0], '%.1f' % (time.monotonic() - t0), flush=True)
+cur.execute('SELECT 1')
+print('after', cur.fetchone()[0], flush=True)
+" >"$T/victim.out" 2>&1 &
+VICTIM=$!
+ITEST_PIDS+=("$VICTIM")
+wait_until 10 grep -q . "$T/victim.out" >/dev/null
+vid=$(head -n1 "$T/victim.out")
+sleep 1.5
+out=$(mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp --connect-timeout=10 -e "KILL QUERY $vid" 2>&1)
+wait "$VICTIM"
+ITEST_PIDS=()
+echo "# mariadb -e 'KILL QUERY $vid': '$out'; the victim: $(tr '\n' ' ' <"$T/victim.out")"
+check_eq "mariadb CLI: KILL QUERY of a PyMySQL session's SLEEP(30) is OK" "" "$out"
+check "the PyMySQL session gets 1317" grep -q "^error 1317" "$T/victim.out"
+check "and goes on" grep -q "^after 1" "$T/victim.out"
+out=$(mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp --connect-timeout=10 -e "KILL 987654" 2>&1)
+check "mariadb CLI: KILL of an unknown id: ERROR 1094" grep -q "ERROR 1094" <<<"$out"
+
 sql_root $P1 "SET GLOBAL general_log_file = '$T/general.log', general_log = 1" >/dev/null
 /usr/bin/python3 "$(dirname "$0")/proxy_kill.py" $PP $P1 >"$T/py.out" 2>&1
 rc=$?
@@ -52,5 +84,14 @@ kills=$(grep -c "KILL QUERY" "$T/general.log")
 echo "# the writer ran $kills KILL QUERY of the proxy's"
 check "the proxy's KILL QUERY reached the writer (the transaction's statement)" [ "$kills" -ge 1 ]
 check "mysteerd logged the KILLs" grep -q "proxy: KILL QUERY" "$T/mysteerd.log"
+
+# [proxy] kill_any_user = app_admin (reload): an operator's KILL of app's
+# sessions (app_admin's server account may kill any thread)
+sed -i 's/^\[proxy\]$/[proxy]\nkill_any_user = nobody, app_admin/' "$T/mysteer.conf"
+check "reload with kill_any_user = nobody, app_admin" ctl reload
+/usr/bin/python3 "$(dirname "$0")/proxy_kill.py" $PP $P1 any >"$T/any.out" 2>&1
+rc=$?
+cat "$T/any.out"
+check "proxy_kill.py any: every check passed" [ $rc -eq 0 ]
 check "mysteerd is still running" kill -0 "$ITEST_DAEMON_PID"
 itest_done

@@ -381,6 +381,7 @@ static const struct keydef keydefs[] = {
     {SEC_PROXY, "default_auth_plugin", K_AUTHPLUGIN, F(default_auth_plugin), 0, 0},
     {SEC_PROXY, "rsa_private_key", K_PEM, F(rsa_private_key), 0, 0},
     {SEC_PROXY, "rsa_public_key", K_PEM, F(rsa_public_key), 0, 0},
+    {SEC_PROXY, "kill_any_user", K_STR, F(kill_any_user), 0, 0},
 };
 
 static const char *const log_level_names[] = {"error", "warn", "info", "debug"};

@@ -128,6 +128,9 @@ struct config {
 	/* R: PEM files ("" none), set together: caching_sha2_password's RSA
 	 * exchange for clients without TLS */
 	char rsa_private_key[4096], rsa_public_key[4096];
+	/* R: users (comma-separated) whose KILL through 6450 may end or
+	 * interrupt the sessions of other users; "" none */
+	char kill_any_user[1024];
 
 	struct config_route *routes;
 	size_t nroutes;

@@ -419,6 +419,9 @@ static void apply_settings(struct proxy_engine *e, const struct config *cfg)
 	atomic_store(&e->pool_min_idle, cfg->pool_min_idle);
 	atomic_store(&e->trust_routines, cfg->trust_routine_characteristics);
 	atomic_store(&e->local_infile, cfg->local_infile);
+	pthread_mutex_lock(&e->sess_mu);
+	snprintf(e->kill_any, sizeof(e->kill_any), "%s", cfg->kill_any_user);
+	pthread_mutex_unlock(&e->sess_mu);
 	atomic_store(&e->least_conn, cfg->reader_policy == READER_POLICY_LEAST_CONN);
 	atomic_store(&e->client_packet_ms, cfg->client_packet_timeout_ms);
 	atomic_store(&e->client_idle_s, cfg->client_idle_timeout_s);

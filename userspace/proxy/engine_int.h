@@ -444,6 +444,7 @@ struct proxy_engine {
 	/* the logged-in sessions of all workers by conn_id (ops.c) */
 	pthread_mutex_t sess_mu;
 	struct client *sess[SESS_BUCKETS];
+	char kill_any[1024]; /* [proxy] kill_any_user, under sess_mu */
 	_Atomic bool trust_routines;
 	/* [proxy] local_infile: CLIENT_LOCAL_FILES offered to clients (and
 	 * asked of backends for those that take it) */

@@ -421,6 +421,30 @@ static void answer_ok(struct client *c)
 		c->closing = true;
 }
 
+/* Whether user is named in list, a comma-separated [proxy] kill_any_user. */
+static bool in_list(const char *list, const char *user)
+{
+	size_t ul = strlen(user);
+
+	while (*list) {
+		const char *e;
+		size_t n;
+
+		while (*list == ' ' || *list == '\t' || *list == ',')
+			list++;
+		e = list;
+		while (*e && *e != ',')
+			e++;
+		n = (size_t)(e - list);
+		while (n > 0 && (list[n - 1] == ' ' || list[n - 1] == '\t'))
+			n--;
+		if (n > 0 && n == ul && !memcmp(list, user, n))
+			return true;
+		list = e;
+	}
+	return false;
+}
+
 /*
  * The KILL of session id by c. 1: answered here; 0: c->cmd now holds the
  * KILL QUERY for the backend, which route_cmd sends there (R_TARGET).
@@ -440,7 +464,7 @@ static int kill_session(struct client *c, enum kill_kind kind, uint64_t id)
 			if (v->conn_id == id)
 				break;
 		if (v) {
-			allowed = !strcmp(v->reg_user, c->user);
+			allowed = !strcmp(v->reg_user, c->user) || in_list(e->kill_any, c->user);
 			run = atomic_load_explicit(&v->running, memory_order_acquire);
 			vw = v->w;
 			if (allowed && kind == KILL_CONNECTION && v != c) {

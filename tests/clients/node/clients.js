@@ -94,6 +94,10 @@ async function main() {
   const [[after]] = await a.query('SELECT 1 AS x');
   check(after.x === 1, "A's session goes on");
   check(await errno(b.query('KILL QUERY 3999999999')) === 1094, 'unknown id: 1094');
+  const [[psId]] = await a.execute('SELECT CONNECTION_ID() AS id, ? AS x', [7]);
+  check(psId.id === a.threadId, `a prepared CONNECTION_ID() is the handshake's id too (${psId.id})`);
+  check(await errno(b.execute('KILL QUERY ?', [a.threadId])) === 1295,
+    'a prepared KILL: 1295 (not supported in the prepared statement protocol)');
   await a.end();
   await b.end();
 
