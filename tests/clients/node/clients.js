@@ -2,6 +2,10 @@
 // tests/integration/node_clients.sh:
 //
 //   node clients.js PORT WRITER_PORT CA_FILE CSV_FILE
+//   node clients.js PORT WRITER_PORT CA_FILE sha2
+//
+// (sha2: the proxy announces caching_sha2_password; logins without TLS (the
+// RSA exchange, then the cache) and with it, each checked by a query.)
 //
 // A pool, query and prepared execute, transactions (committed and rolled
 // back), TLS with the server's certificate verified, KILL QUERY, LOAD DATA
@@ -31,7 +35,25 @@ async function errno(p) {
   }
 }
 
+async function sha2() {
+  for (const [what, opts] of [
+    ['without TLS (the RSA exchange)', {}],
+    ['without TLS again', {}],
+    ['over TLS', { ssl: { ca: fs.readFileSync(caFile), rejectUnauthorized: true } }],
+  ]) {
+    const c = await mysql.createConnection({ ...base, ...opts });
+    const [[u]] = await c.query('SELECT CURRENT_USER() AS u, CONNECTION_ID() AS id');
+    check(u.u === 'app@%' && u.id === c.threadId,
+      `caching_sha2_password ${what}: logged in, CURRENT_USER() ${u.u}`);
+    await c.end();
+  }
+  const wrong = await errno(mysql.createConnection({ ...base, password: 'wrong' }));
+  check(wrong === 1045, `a wrong password: ${wrong}`);
+  console.log('node_clients: done');
+}
+
 async function main() {
+  if (csvFile === 'sha2') return sha2();
   // --- pool, query, prepared execute ---------------------------------------------
   const pool = mysql.createPool({ ...base, connectionLimit: 4 });
   const ports = await Promise.all(Array.from({ length: 20 }, () =>
