@@ -28,6 +28,9 @@
 # committed; `certs` makes them alone): ca.pem, server-cert.pem and
 # server-key.pem (for localhost and 127.0.0.1, ::1), client-cert.pem and
 # client-key.pem, all signed by ca.pem; EC P-256 keys, valid for 30 days.
+# SANDBOX_TLS=1 starts the servers with that CA and server certificate
+# (ssl_ca, ssl_cert, ssl_key): they offer TLS (and `REQUIRE SSL` accounts
+# work). Off by default, since the mariadb CLI then uses TLS on its own.
 #
 # The first `up` on a machine initializes one template data directory (users
 # and grants included) and every later `up` copies it, which turns the three
@@ -164,6 +167,10 @@ start_server() { # port
 			--rpl-semi-sync-master-timeout="${SANDBOX_SEMISYNC_TIMEOUT_MS:-5000}")
 	fi
 	[ -n "${SANDBOX_BINLOG_FORMAT:-}" ] && extra+=(--binlog-format="$SANDBOX_BINLOG_FORMAT")
+	if [ "${SANDBOX_TLS:-0}" = 1 ]; then
+		extra+=(--ssl-ca="$DIR/tls/ca.pem" --ssl-cert="$DIR/tls/server-cert.pem"
+			--ssl-key="$DIR/tls/server-key.pem")
+	fi
 	"${launcher[@]}" "$MARIADBD" --no-defaults --user=root \
 		--datadir="$d/data" --socket="$(sock "$p")" --pid-file="$(pidfile "$p")" \
 		--log-error="$d/mysqld.err" --port="$p" --bind-address="$BIND" \

@@ -199,6 +199,7 @@ local_writes() { # port
 #     writes) is a 6450 user too
 #   ITEST_BACKENDS: which sandbox servers become backends db1..db3 (default
 #     "1 2 3", priorities 100, 200, 300; empty: none)
+#   ITEST_BACKEND_EXTRA: lines added to each of those [backend:dbN] sections
 itest_write_config() { # file [-: append stdin]
 	local f=$1
 	cat >"$f" <<CONF
@@ -243,6 +244,7 @@ CONF
 		port=P$i
 		printf '\n[backend:db%s]\nhost = 127.0.0.1\nport = %s\npriority = %s\n' \
 			"$i" "${!port}" $((i * 100)) >>"$f"
+		[ -n "${ITEST_BACKEND_EXTRA:-}" ] && printf '%s\n' "$ITEST_BACKEND_EXTRA" >>"$f"
 	done
 	[ "${2:-}" = - ] && cat >>"$f"
 	chmod 600 "$f"

@@ -595,6 +595,43 @@ START_TEST(test_auth_keys)
 }
 END_TEST
 
+/* ---- [backend:NAME] tls, tls_ca ---- */
+
+START_TEST(test_backend_tls)
+{
+	static const struct {
+		const char *text;
+		const char *err;
+	} bad[] = {
+	    {"[backend:b]\nhost = h\ntls = maybe\n", "tls: bad value \"maybe\""},
+	    {"[backend:b]\nhost = h\ntls = verify\n", "tls = verify needs tls_ca"},
+	    {"[backend:b]\nhost = h\ntls = on\ntls_ca = c.pem\n", "tls_ca is for tls = verify"},
+	    {"[backend:b]\nhost = h\ntls = verify\ntls_ca = junk.pem\n", "not a PEM certificate"},
+	};
+	char text[512], want[300];
+	struct config *c;
+
+	write_conf("c.pem", tls_cert_pem, 0644);
+	write_conf("junk.pem", "not a certificate\n", 0644);
+	c = load_text(BE PW "[backend:b]\nhost = h\ntls = on\n"
+	                    "[backend:v]\nhost = v\ntls = verify\ntls_ca = c.pem\n");
+	ck_assert_msg(c, "%s", errbuf);
+	ck_assert_int_eq(c->backends[0].tls, BACKEND_TLS_OFF);
+	ck_assert_int_eq(c->backends[1].tls, BACKEND_TLS_ON);
+	ck_assert_int_eq(c->backends[2].tls, BACKEND_TLS_VERIFY);
+	snprintf(want, sizeof(want), "%s/c.pem", tmpdir);
+	ck_assert_str_eq(c->backends[2].tls_ca, want);
+	config_free(c);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), BE PW "%s", bad[i].text);
+		c = load_text(text);
+		ck_assert_msg(!c, "case %zu loaded", i);
+		ck_assert_msg(strstr(errbuf, bad[i].err), "case %zu: %s", i, errbuf);
+		ck_assert_msg(!strchr(errbuf, '\n'), "case %zu: more than one line", i);
+	}
+}
+END_TEST
+
 /* ---- no built-in credential; password_file ---- */
 
 START_TEST(test_probe_password_required)
@@ -940,6 +977,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_probe_password_required);
 	tcase_add_test(tc, test_password_file);
 	tcase_add_test(tc, test_tls_keys);
+	tcase_add_test(tc, test_backend_tls);
 	tcase_add_test(tc, test_auth_keys);
 	tcase_add_loop_test(tc, test_bad_password_file, 0,
 	                    (int)(sizeof(bad_pwfiles) / sizeof(bad_pwfiles[0])));

@@ -182,6 +182,7 @@ int admin_apply(struct admin *a, char *err, size_t errlen)
 		specs[i].priority = sb[i].cfg.priority;
 		specs[i].weight = sb[i].cfg.weight;
 		specs[i].admin = sb[i].admin;
+		specs[i].tls = sb[i].cfg.tls != BACKEND_TLS_OFF;
 	}
 	int rc = controller_apply(a->env.ctl, cfg_of(a), specs, n);
 	free(specs);

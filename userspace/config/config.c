@@ -943,7 +943,28 @@ static bool set_backend(struct pctx *p, const char *key, const char *value)
 		*(prio ? &b->priority : &b->weight) = (int)v;
 		return true;
 	}
-	fail(p, p->line, "unknown key \"%s\" in [%s] (want host, port, priority, weight)", key,
+	if (!strcmp(key, "tls")) {
+		if (!strcmp(value, "verify")) {
+			b->tls = BACKEND_TLS_VERIFY;
+			return true;
+		}
+		int on = parse_bool(value);
+		if (on < 0) {
+			fail(p, p->line, "tls: bad value \"%s\" (want off, on, verify)", value);
+			return false;
+		}
+		b->tls = on ? BACKEND_TLS_ON : BACKEND_TLS_OFF;
+		return true;
+	}
+	if (!strcmp(key, "tls_ca")) {
+		int keep = p->tls_line; /* that one points at [proxy]'s keys */
+		bool ok = set_pem(p, key, value, b->tls_ca, sizeof(b->tls_ca));
+
+		p->tls_line = keep;
+		return ok;
+	}
+	fail(p, p->line,
+	     "unknown key \"%s\" in [%s] (want host, port, priority, weight, tls, tls_ca)", key,
 	     p->where);
 	return false;
 }
@@ -1255,10 +1276,16 @@ static void check_all(struct pctx *p)
 	check_tls(p);
 	check_rsa(p);
 
-	for (size_t i = 0; i < c->nbackends; i++)
-		if (!c->backends[i].host[0])
-			fail(p, c->backends[i].line, "backend \"%s\": no host",
-			     c->backends[i].name);
+	for (size_t i = 0; i < c->nbackends; i++) {
+		const struct config_backend *b = &c->backends[i];
+
+		if (!b->host[0])
+			fail(p, b->line, "backend \"%s\": no host", b->name);
+		if (b->tls == BACKEND_TLS_VERIFY && !b->tls_ca[0])
+			fail(p, b->line, "backend \"%s\": tls = verify needs tls_ca", b->name);
+		if (b->tls != BACKEND_TLS_VERIFY && b->tls_ca[0])
+			fail(p, b->line, "backend \"%s\": tls_ca is for tls = verify", b->name);
+	}
 	for (size_t i = 0; i < c->nroutes; i++) {
 		if (!c->routes[i].port)
 			fail(p, c->routes[i].line, "route \"%s\": no port", c->routes[i].name);

@@ -34,6 +34,13 @@ enum reader_policy { READER_POLICY_RANDOM = 0, READER_POLICY_LEAST_CONN };
 enum ryw_mode { RYW_OFF = 0, RYW_WINDOW, RYW_GTID };
 enum auth_plugin { AUTH_NATIVE = 0, AUTH_CACHING_SHA2 };
 
+/* [backend:NAME] tls: how the 6450 proxy and the probe talk to it */
+enum backend_tls {
+	BACKEND_TLS_OFF = 0, /* plain text */
+	BACKEND_TLS_ON,      /* TLS, the server's certificate not checked */
+	BACKEND_TLS_VERIFY   /* TLS, certificate signed by tls_ca, for host */
+};
+
 struct config_backend {
 	char name[TOPO_NAME_MAX];
 	char host[TOPO_HOST_MAX];
@@ -41,6 +48,8 @@ struct config_backend {
 	int priority; /* default 100 */
 	int weight;   /* default 1 */
 	int line;     /* where it was defined, for messages */
+	enum backend_tls tls;
+	char tls_ca[4096]; /* PEM file, absolute path (tls = verify needs it) */
 };
 
 struct config_route {

@@ -33,4 +33,4 @@ $(BUILD)/tests/peer_check: $(BUILD)/obj/tests/integration/peer_check.o
 
 INTEG_TESTS += tests/integration/steer_connect.sh tests/integration/steer_reload.sh \
 	tests/integration/steer_leftovers.sh tests/integration/steer_ids.sh \
-	tests/integration/steer_fallback.sh
+	tests/integration/steer_fallback.sh tests/integration/tls_passthrough.sh

@@ -27,6 +27,7 @@ struct probe {
 	struct evloop *l;
 	char *host, *user, *password;
 	char *next_user, *next_password; /* new credentials, taken at the next start */
+	bool tls, next_tls;              /* probe_set_tls: next_tls taken at the next start */
 	uint16_t port;
 	probe_done_fn fn;
 	void *arg;
@@ -234,6 +235,14 @@ static void begin_connect(struct probe *p)
 	unsigned timeout_s = (p->timeout_ms + 999) / 1000 + 1;
 	mysql_options(p->m, MYSQL_OPT_NONBLOCK, 0);
 	mysql_options(p->m, MYSQL_OPT_CONNECT_TIMEOUT, &timeout_s);
+	if (p->tls) {
+		my_bool on = 1;
+
+		if (mysql_optionsv(p->m, MYSQL_OPT_SSL_ENFORCE, &on) != 0) {
+			fail(p, "cannot ask for TLS");
+			return;
+		}
+	}
 	p->step = ST_CONNECT;
 	step_wait(p, mysql_real_connect_start(&p->conn_ret, p->m, p->host, p->user, p->password,
 	                                      NULL, p->port, NULL, 0));
@@ -436,6 +445,10 @@ int probe_set_credentials(struct probe *p, const char *user, const char *passwor
  * between probes, and the kept connection (logged in as the old user) goes. */
 static void take_credentials(struct probe *p)
 {
+	if (p->next_tls != p->tls) {
+		disconnect(p);
+		p->tls = p->next_tls;
+	}
 	if (!p->next_user)
 		return;
 	disconnect(p);
@@ -444,6 +457,11 @@ static void take_credentials(struct probe *p)
 	p->user = p->next_user;
 	p->password = p->next_password;
 	p->next_user = p->next_password = NULL;
+}
+
+void probe_set_tls(struct probe *p, bool on)
+{
+	p->next_tls = on;
 }
 
 bool probe_busy(const struct probe *p)

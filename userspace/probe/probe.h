@@ -47,5 +47,10 @@ bool probe_busy(const struct probe *p);
 /* New user and password (a reload): used from the next probe on, over a new
  * connection; the backend keeps its health and history. */
 int probe_set_credentials(struct probe *p, const char *user, const char *password);
+/* TLS on the probe's connection ([backend:NAME] tls != off): required (a
+ * server that offers none fails the probe), the certificate not checked
+ * (the 6450 proxy checks it on its own connections, tls = verify). A
+ * change takes effect at the next probe, over a new connection. */
+void probe_set_tls(struct probe *p, bool on);
 
 #endif

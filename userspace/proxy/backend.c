@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include "proxy/engine_int.h"
+#include "proxy/tls.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -62,6 +63,9 @@ void bconn_free(struct bconn *b)
 		if (c->trx_conn == b)
 			c->trx_conn = NULL;
 	}
+	tls_free(b->tls);
+	b->tls = NULL;
+	buf_free(&b->tls_hold);
 	if (b->fd >= 0)
 		close(b->fd); /* also leaves the epoll set */
 	b->fd = -1;
@@ -88,17 +92,59 @@ void bconn_update(struct bconn *b)
 		return;
 	if (b->st == B_CONNECTING)
 		ev = EPOLLOUT;
+	else if (b->st == B_TLS)
+		/* the SSLRequest goes out first, then the handshake asks */
+		ev = (buf_used(&b->lout) ? EPOLLOUT : b->tls_want) | EPOLLRDHUP;
 	else
-		ev = (bconn_paused(b) ? 0 : EPOLLIN | EPOLLRDHUP) |
-		     (buf_used(&b->lout) || (b->st == B_READY && buf_used(&b->out)) ? EPOLLOUT : 0);
+		ev =
+		    (bconn_paused(b) ? 0 : EPOLLIN | EPOLLRDHUP) |
+		    (buf_used(&b->lout) || (b->st == B_READY && buf_used(&b->out)) ? EPOLLOUT : 0) |
+		    b->tls_want;
 	ep_mod(b->w, b->fd, &b->events, ev, b);
 }
 
+/*
+ * The backend's socket, in plain text or through its TLS connection (once
+ * its handshake is done), as send(2) and recv(2): a TLS call that must wait
+ * fails with EAGAIN, and what it waits for, when that is the other
+ * direction, is kept in tls_want.
+ */
+static ssize_t tls_io_done(struct bconn *b, ssize_t n, uint32_t own)
+{
+	b->tls_want = 0;
+	if (n >= 0)
+		return n;
+	if (n == TLS_WANT_READ || n == TLS_WANT_WRITE) {
+		uint32_t want = n == TLS_WANT_READ ? EPOLLIN : EPOLLOUT;
+
+		if (want != own)
+			b->tls_want = want;
+		errno = EAGAIN;
+	} else {
+		errno = ECONNRESET;
+	}
+	return -1;
+}
+
+static ssize_t bconn_send(struct bconn *b, const void *p, size_t n)
+{
+	if (!b->tls || b->st == B_TLS)
+		return send(b->fd, p, n, MSG_NOSIGNAL);
+	return tls_io_done(b, tls_write(b->tls, p, n), EPOLLOUT);
+}
+
+static ssize_t bconn_recv(struct bconn *b, void *p, size_t n)
+{
+	if (!b->tls || b->st == B_HANDSHAKE) /* the server's greeting is plain */
+		return recv(b->fd, p, n, 0);
+	return tls_io_done(b, tls_read(b->tls, p, n), EPOLLIN);
+}
+
 /* 1: all written, 0: the socket is full, -1: error. */
-static int flush_buf(int fd, struct buf *b)
+static int flush_buf(struct bconn *c, struct buf *b)
 {
 	while (buf_used(b) > 0) {
-		ssize_t n = send(fd, b->d + b->off, buf_used(b), MSG_NOSIGNAL);
+		ssize_t n = bconn_send(c, b->d + b->off, buf_used(b));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -117,9 +163,9 @@ int bconn_flush(struct bconn *b)
 
 	if (b->st == B_CONNECTING)
 		return 0;
-	r = flush_buf(b->fd, &b->lout);
+	r = flush_buf(b, &b->lout);
 	if (r == 1 && b->st == B_READY)
-		r = flush_buf(b->fd, &b->out);
+		r = flush_buf(b, &b->out);
 	if (r < 0)
 		return -1;
 	bconn_update(b);
@@ -206,6 +252,39 @@ void bconn_fail_login(struct bconn *b, const struct err_pkt *e)
 	bconn_fail_err(b, msg, e);
 }
 
+/* The TLS handshake goes on once the SSLRequest is out, as far as the socket
+ * lets it; when it is done the handshake response goes over it (B_AUTH). */
+static void bconn_tls_step(struct bconn *b)
+{
+	char why[300];
+	int r;
+
+	if (buf_used(&b->lout)) {
+		bconn_update(b); /* the SSLRequest is still going out */
+		return;
+	}
+	r = tls_connect(b->tls, why, sizeof(why));
+	if (r == TLS_WANT_READ || r == TLS_WANT_WRITE) {
+		b->tls_want = r == TLS_WANT_READ ? EPOLLIN : EPOLLOUT;
+		bconn_update(b);
+		return;
+	}
+	if (r < 0) {
+		bconn_fail(b, why);
+		return;
+	}
+	b->tls_want = 0;
+	log_debug("proxy: TLS to %s: %s %s", b->name, tls_version(b->tls), tls_cipher(b->tls));
+	b->st = B_AUTH;
+	if (buf_append(&b->lout, b->tls_hold.d + b->tls_hold.off, buf_used(&b->tls_hold)) < 0) {
+		bconn_fail(b, "out of memory");
+		return;
+	}
+	buf_free(&b->tls_hold);
+	if (bconn_flush(b) < 0)
+		bconn_fail(b, "write failed");
+}
+
 static void bconn_login(struct bconn *b, const uint8_t *p, size_t n, uint8_t seq)
 {
 	struct handshake hs;
@@ -254,8 +333,36 @@ static void bconn_login(struct bconn *b, const uint8_t *p, size_t n, uint8_t seq
 		native_reply(hs.scramble, c->stage1, r.auth);
 		r.auth_len = SHA1_LEN;
 	}
+	if (b->tls) {
+		if (!(hs.caps & CAP_SSL)) {
+			bconn_fail(b, "the server offers no TLS (its [backend] section says tls)");
+			return;
+		}
+		r.caps |= CAP_SSL;
+		b->caps = b->rt.caps = r.caps;
+	}
 	len = hsr_build(pkt, sizeof(pkt), &r);
-	if (len < 0 || buf_put_packet(&b->lout, (uint8_t)(seq + 1), pkt, (size_t)len) < 0) {
+	if (len < 0) {
+		bconn_fail(b, "cannot build the login");
+		return;
+	}
+	if (b->tls) {
+		/* the SSLRequest is the response's first 32 bytes, the response
+		 * itself goes over TLS with the next sequence id */
+		if (len < 32 || buf_put_packet(&b->lout, (uint8_t)(seq + 1), pkt, 32) < 0 ||
+		    buf_put_packet(&b->tls_hold, (uint8_t)(seq + 2), pkt, (size_t)len) < 0) {
+			bconn_fail(b, "cannot build the login");
+			return;
+		}
+		b->st = B_TLS;
+		b->tls_want = EPOLLOUT;
+		if (bconn_flush(b) < 0)
+			bconn_fail(b, "write failed");
+		else
+			bconn_tls_step(b);
+		return;
+	}
+	if (buf_put_packet(&b->lout, (uint8_t)(seq + 1), pkt, (size_t)len) < 0) {
 		bconn_fail(b, "cannot build the login");
 		return;
 	}
@@ -301,10 +408,12 @@ static void bconn_auth_reply(struct bconn *b, const uint8_t *p, size_t n, uint8_
 
 int bconn_read(struct bconn *b)
 {
+	int records = 0;
+
 	for (;;) {
 		if (buf_reserve(&b->in, READ_CHUNK) < 0)
 			return -1;
-		ssize_t n = recv(b->fd, b->in.d + b->in.len, b->in.cap - b->in.len, 0);
+		ssize_t n = bconn_recv(b, b->in.d + b->in.len, b->in.cap - b->in.len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -312,7 +421,10 @@ int bconn_read(struct bconn *b)
 		if (n <= 0)
 			return -1;
 		b->in.len += (size_t)n;
-		if (b->in.len < b->in.cap)
+		/* TLS gives one record a call: read a few more (a record is
+		 * taken whole, there is room for it, so none waits inside
+		 * OpenSSL unseen by epoll) */
+		if (b->in.len < b->in.cap && (!b->tls || ++records >= 8))
 			return 0;
 	}
 }
@@ -360,6 +472,25 @@ void bconn_event(struct bconn *b, uint32_t events)
 		b->st = B_HANDSHAKE;
 		bconn_update(b);
 		return;
+	}
+	if (b->st == B_TLS) {
+		if (events & (EPOLLERR | EPOLLHUP)) {
+			bconn_fail(b, "closed by the server during the TLS handshake");
+			return;
+		}
+		if (buf_used(&b->lout) && bconn_flush(b) < 0) {
+			bconn_fail(b, "write failed");
+			return;
+		}
+		bconn_tls_step(b);
+		return;
+	}
+	/* a TLS read waited for the socket to take a write, or back */
+	if (b->tls_want) {
+		if ((b->tls_want & EPOLLOUT) && (events & EPOLLOUT))
+			events |= EPOLLIN;
+		if ((b->tls_want & EPOLLIN) && (events & EPOLLIN))
+			events |= EPOLLOUT;
 	}
 	if ((events & EPOLLOUT) && bconn_flush(b) < 0) {
 		bconn_fail(b, "write failed");
@@ -438,11 +569,23 @@ struct bconn *bconn_open(struct client *c, const struct topo_backend *be, bool w
 	b->backend_id = be->id;
 	snprintf(b->name, sizeof(b->name), "%s", be->name);
 	b->fd = bconn_connect(c->w, be);
+	if (b->fd >= 0) {
+		bool failed;
+
+		b->tls = engine_backend_tls(c->w->e, be, b->fd, &failed);
+		if (failed) {
+			log_info("proxy: TLS to %s: cannot make a connection (out of memory?)",
+			         be->name);
+			close(b->fd);
+			b->fd = -1;
+		}
+	}
 	if (b->fd < 0 || ep_add(c->w, b->fd, EPOLLOUT, b) < 0) {
 		if (b->fd >= 0) {
 			log_info("proxy: connect to %s: %s", be->name, strerror(errno));
 			close(b->fd);
 		}
+		tls_free(b->tls);
 		free(b);
 		slot_release(c->w, be->id);
 		return NULL;

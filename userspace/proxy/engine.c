@@ -325,19 +325,87 @@ bool engine_tls_on(struct proxy_engine *e)
 	return on;
 }
 
-/* The TLS context of cfg replaces the one in use (sessions keep theirs).
- * A context that cannot be made leaves the old one, said in err. */
+struct ssl_st *engine_backend_tls(struct proxy_engine *e, const struct topo_backend *be, int fd,
+                                  bool *failed)
+{
+	struct ssl_st *s = NULL;
+
+	*failed = false;
+	pthread_mutex_lock(&e->tls_mu);
+	for (size_t i = 0; i < e->nbe_conf; i++) {
+		const struct be_conf *bc = &e->be_conf[i];
+
+		if (strcmp(bc->name, be->name) != 0 || bc->tls == BACKEND_TLS_OFF)
+			continue;
+		s = tls_client_new(bc->ctx, fd, bc->tls == BACKEND_TLS_VERIFY ? be->host : NULL);
+		*failed = s == NULL;
+		break;
+	}
+	pthread_mutex_unlock(&e->tls_mu);
+	return s;
+}
+
+static void be_conf_free(struct be_conf *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		tls_ctx_free(v[i].ctx);
+	free(v);
+}
+
+/* The [backend:] settings of cfg, or -1 with err said. */
+static int be_conf_make(const struct config *cfg, struct be_conf **out, size_t *nout, char *err,
+                        size_t errlen)
+{
+	struct be_conf *v = calloc(cfg->nbackends ? cfg->nbackends : 1, sizeof(*v));
+
+	if (!v) {
+		snprintf(err, errlen, "proxy: out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < cfg->nbackends; i++) {
+		const struct config_backend *cb = &cfg->backends[i];
+
+		snprintf(v[i].name, sizeof(v[i].name), "%s", cb->name);
+		v[i].tls = cb->tls;
+		if (cb->tls == BACKEND_TLS_OFF)
+			continue;
+		v[i].ctx = tls_client_ctx_new(cb->tls == BACKEND_TLS_VERIFY ? cb->tls_ca : NULL,
+		                              err, errlen);
+		if (!v[i].ctx) {
+			be_conf_free(v, i);
+			return -1;
+		}
+	}
+	*out = v;
+	*nout = cfg->nbackends;
+	return 0;
+}
+
+/* The TLS contexts of cfg (6450's server one, the backends' client ones)
+ * replace those in use (sessions and connections keep theirs). A context
+ * that cannot be made leaves the old ones, said in err. */
 static int tls_apply(struct proxy_engine *e, const struct config *cfg, char *err, size_t errlen)
 {
 	struct ssl_ctx_st *ctx = tls_ctx_new(cfg, err, errlen), *old;
+	struct be_conf *bv, *old_bv;
+	size_t nbv, old_n;
 
 	if (!ctx && err[0])
 		return -1;
+	if (be_conf_make(cfg, &bv, &nbv, err, errlen) < 0) {
+		tls_ctx_free(ctx);
+		return -1;
+	}
 	pthread_mutex_lock(&e->tls_mu);
 	old = e->tls_ctx;
 	e->tls_ctx = ctx;
+	old_bv = e->be_conf;
+	old_n = e->nbe_conf;
+	e->be_conf = bv;
+	e->nbe_conf = nbv;
 	pthread_mutex_unlock(&e->tls_mu);
 	tls_ctx_free(old);
+	be_conf_free(old_bv, old_n);
 	atomic_store(&e->require_tls, ctx && cfg->require_secure_transport);
 	return 0;
 }
@@ -498,6 +566,7 @@ void proxy_engine_stop(struct proxy_engine *e)
 	tls_ctx_free(e->tls_ctx);
 	EVP_PKEY_free(e->rsa_key);
 	free(e->rsa_pem);
+	be_conf_free(e->be_conf, e->nbe_conf);
 	pthread_mutex_destroy(&e->tls_mu);
 	pthread_mutex_destroy(&e->sess_mu);
 	free(e);

@@ -148,7 +148,9 @@ static inline bool ps_reads_prev_state(const struct pstmt *ps)
  * authentication); the client's next packet is it, or a request for the
  * RSA public key */
 enum cstate { C_HANDSHAKE, C_SWITCH, C_SHA2, C_IDLE, C_BUSY };
-enum bstate { B_CONNECTING, B_HANDSHAKE, B_AUTH, B_READY };
+/* B_TLS: the SSLRequest is sent ([backend:NAME] tls), the TLS handshake
+ * runs; the login's handshake response waits in tls_hold */
+enum bstate { B_CONNECTING, B_HANDSHAKE, B_TLS, B_AUTH, B_READY };
 
 struct worker;
 struct bconn;
@@ -331,6 +333,12 @@ struct bconn {
 	bool writer;
 	struct buf in, out;
 	struct buf lout; /* login packets: go before out, which waits for B_READY */
+	/* TLS to the backend (tls != off): from the SSLRequest on, every byte
+	 * goes through it; tls_want: the epoll events a read or write of it
+	 * waits for besides the usual ones (TLS may write to read, or back) */
+	struct ssl_st *tls;
+	uint32_t tls_want;
+	struct buf tls_hold; /* the handshake response, sent once TLS is up */
 	size_t hist_applied;
 	/* server-side statements (struct bstmt): at most ps_per_conn, the least
 	 * recently used closed first; shared by the sessions that take the
@@ -397,6 +405,14 @@ struct bconn {
 	uint32_t events;
 	bool dead;
 	struct bconn *next_dead;
+};
+
+/* What the proxy does on a backend's connections, from its [backend:]
+ * section: TLS (ctx: its client context when tls != off). */
+struct be_conf {
+	char name[TOPO_NAME_MAX];
+	enum backend_tls tls;
+	struct ssl_ctx_st *ctx;
 };
 
 struct proxy_engine {
@@ -477,6 +493,10 @@ struct proxy_engine {
 	_Atomic uint64_t sw_fence_word, sw_fence_ms;
 	_Atomic int sw_waiting_now;
 	bool sw_subscribed;
+	/* [backend:NAME] tls of the config now, by name (a backend added at
+	 * run time has none: plain), replaced by reload under tls_mu */
+	struct be_conf *be_conf;
+	size_t nbe_conf;
 #ifdef MYSTEER_ENGINE_TEST
 	/* engine_test.h: backend connections come from here */
 	int (*test_connect)(void *arg, const struct topo_backend *be);
@@ -896,5 +916,10 @@ void sess_running(struct client *c, const struct bconn *b);
 void sess_kills(struct worker *w);
 int ops_statement(struct client *c);
 bool kill_answer_gone(struct client *c, const uint8_t *p, size_t n);
+/* The TLS connection a new connection to be (on fd) starts once the server's
+ * handshake came; NULL when be has tls = off, or with *failed set when it
+ * cannot be made. */
+struct ssl_st *engine_backend_tls(struct proxy_engine *e, const struct topo_backend *be, int fd,
+                                  bool *failed);
 
 #endif

@@ -51,7 +51,8 @@ INTEG_TESTS += tests/integration/proxy.sh tests/integration/proxy_routines.sh \
 	       tests/integration/proxy_tls.sh tests/integration/proxy_kill.sh \
 	       tests/integration/proxy_infile.sh tests/integration/node_clients.sh \
 	       tests/integration/proxy_auth.sh \
-	       tests/integration/proxy_switchover.sh
+	       tests/integration/proxy_switchover.sh \
+	       tests/integration/proxy_backend_tls.sh
 
 # proxy_psmux: prepared statements and multiplexing (proxy_psmux.sh).
 BINS += $(BUILD)/tests/proxy_psmux

@@ -204,6 +204,11 @@ void pool_event(struct bconn *b, uint32_t events)
 	uint8_t seq;
 	int r;
 
+	/* a TLS read waited for the socket to take a write, or back */
+	if ((b->tls_want & EPOLLOUT) && (events & EPOLLOUT))
+		events |= EPOLLIN;
+	if ((b->tls_want & EPOLLIN) && (events & EPOLLIN))
+		events |= EPOLLOUT;
 	if ((events & EPOLLOUT) && bconn_flush(b) < 0) {
 		bconn_free(b);
 		return;

@@ -10,10 +10,14 @@
  */
 #include "proxy/tls.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <openssl/err.h>
+#include <openssl/x509v3.h>
 #include <openssl/ssl.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "common/log.h"
 
@@ -157,6 +161,96 @@ ssize_t tls_write(struct ssl_st *s, const void *buf, size_t n)
 		return (ssize_t)put;
 	r = io_result(s, 0, "write");
 	return r == 0 ? TLS_FAIL : r;
+}
+
+struct ssl_ctx_st *tls_client_ctx_new(const char *ca, char *err, size_t errlen)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	char why[256];
+
+	err[0] = '\0';
+	if (!ctx) {
+		last_error(why, sizeof(why));
+		snprintf(err, errlen, "proxy: backend TLS: %s", why);
+		return NULL;
+	}
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+	                          SSL_MODE_RELEASE_BUFFERS);
+	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+	if (ca && ca[0]) {
+		if (SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1) {
+			last_error(why, sizeof(why));
+			snprintf(err, errlen, "proxy: backend tls_ca %s: %s", ca, why);
+			SSL_CTX_free(ctx);
+			return NULL;
+		}
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	}
+	ERR_clear_error();
+	return ctx;
+}
+
+struct ssl_st *tls_client_new(struct ssl_ctx_st *ctx, int fd, const char *verify_host)
+{
+	SSL *s = SSL_new(ctx);
+	struct in6_addr a6;
+	struct in_addr a4;
+
+	if (!s)
+		return NULL;
+	if (SSL_set_fd(s, fd) != 1)
+		goto fail;
+	if (verify_host && verify_host[0]) {
+		bool numeric = inet_pton(AF_INET, verify_host, &a4) == 1 ||
+		               inet_pton(AF_INET6, verify_host, &a6) == 1;
+
+		if (numeric) {
+			if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s), verify_host) != 1)
+				goto fail;
+		} else if (SSL_set1_host(s, verify_host) != 1 ||
+		           SSL_set_tlsext_host_name(s, verify_host) != 1) {
+			goto fail;
+		}
+	}
+	SSL_set_connect_state(s);
+	return s;
+fail:
+	ERR_clear_error();
+	SSL_free(s);
+	return NULL;
+}
+
+int tls_connect(struct ssl_st *s, char *why, size_t whylen)
+{
+	int r, e;
+	long vr;
+
+	ERR_clear_error();
+	r = SSL_connect(s);
+	if (r == 1)
+		return 0;
+	e = SSL_get_error(s, r);
+	if (e == SSL_ERROR_WANT_READ)
+		return TLS_WANT_READ;
+	if (e == SSL_ERROR_WANT_WRITE)
+		return TLS_WANT_WRITE;
+	vr = SSL_get_verify_result(s);
+	if (vr != X509_V_OK) {
+		snprintf(why, whylen, "TLS handshake: the server's certificate: %s",
+		         X509_verify_cert_error_string(vr));
+		ERR_clear_error();
+	} else {
+		char err[256];
+
+		if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL && !ERR_peek_error()))
+			snprintf(err, sizeof(err), "closed by the server");
+		else
+			last_error(err, sizeof(err));
+		snprintf(why, whylen, "TLS handshake: %s", err);
+	}
+	ERR_clear_error();
+	return TLS_FAIL;
 }
 
 const char *tls_version(const struct ssl_st *s)

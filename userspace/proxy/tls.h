@@ -37,6 +37,18 @@ ssize_t tls_write(struct ssl_st *s, const void *buf, size_t n);
 /* The negotiated protocol and cipher, for the log. */
 const char *tls_version(const struct ssl_st *s);
 const char *tls_cipher(const struct ssl_st *s);
+/*
+ * The proxy as a TLS client of a backend ([backend:NAME] tls). ca: a PEM
+ * file whose certificates sign the server's (tls = verify), or NULL: the
+ * server's certificate is not checked (tls = on).
+ */
+struct ssl_ctx_st *tls_client_ctx_new(const char *ca, char *err, size_t errlen);
+/* A client-side TLS connection on fd; verify_host (a name or a numeric
+ * address, the backend's host) is what the certificate must name when the
+ * context checks certificates, NULL otherwise. */
+struct ssl_st *tls_client_new(struct ssl_ctx_st *ctx, int fd, const char *verify_host);
+/* 0 when the handshake is done, else TLS_WANT_* or TLS_FAIL with why said. */
+int tls_connect(struct ssl_st *s, char *why, size_t whylen);
 /* Sends close_notify when it can without waiting, and frees. */
 void tls_free(struct ssl_st *s);
 

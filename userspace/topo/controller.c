@@ -86,6 +86,7 @@ struct cbe {
 	bool warned_demoted;       /* said that it is writable but demoted */
 	bool warned_misconfigured; /* the probe is refused: said once */
 	bool is_name;              /* host is a name, looked up again over time */
+	bool tls;                  /* the probe uses TLS (ctl_backend_spec) */
 	bool resolving;            /* a lookup is in flight (keyed by tb.id) */
 	bool resolve_failing;      /* the last lookup failed: warned once */
 	uint64_t resolve_timer;
@@ -412,7 +413,10 @@ static int make_probe(struct cbe *b)
 		return -1;
 	b->probe = probe_new(b->c->l, a, b->tb.port, b->c->cfg->probe_user,
 	                     b->c->cfg->probe_password, on_probe, b);
-	return b->probe ? 0 : -1;
+	if (!b->probe)
+		return -1;
+	probe_set_tls(b->probe, b->tls);
+	return 0;
 }
 
 /* addr: the address already looked up (a name that moved), else NULL. */
@@ -423,6 +427,7 @@ static struct cbe *new_cbe(struct controller *c, const struct ctl_backend_spec *
 	if (!b)
 		return NULL;
 	b->c = c;
+	b->tls = s->tls;
 	snprintf(b->tb.name, sizeof(b->tb.name), "%s", s->name);
 	snprintf(b->tb.host, sizeof(b->tb.host), "%s", s->host);
 	b->tb.port = s->port;
@@ -522,6 +527,11 @@ int controller_apply(struct controller *c, const struct config *cfg,
 		if (b && new_creds && b->probe &&
 		    probe_set_credentials(b->probe, cfg->probe_user, cfg->probe_password) < 0)
 			log_error("%s: out of memory for the new probe credentials", b->tb.name);
+		if (b) {
+			b->tls = specs[i].tls;
+			if (b->probe)
+				probe_set_tls(b->probe, b->tls);
+		}
 		if (!b) {
 			b = new_cbe(c, &specs[i], NULL, 0);
 			if (!b)
@@ -578,7 +588,8 @@ static void move_backend(struct controller *c, size_t i, const struct resolver_r
 	struct ctl_backend_spec s = {.port = old->tb.port,
 	                             .priority = old->tb.priority,
 	                             .weight = old->tb.weight,
-	                             .admin = old->tb.admin};
+	                             .admin = old->tb.admin,
+	                             .tls = old->tls};
 	snprintf(s.name, sizeof(s.name), "%s", old->tb.name);
 	snprintf(s.host, sizeof(s.host), "%s", old->tb.host);
 	struct cbe *b = new_cbe(c, &s, &r->addr[0], r->addrlen[0]);

@@ -27,6 +27,7 @@ struct ctl_backend_spec {
 	uint16_t port;
 	int priority, weight;
 	enum be_admin admin;
+	bool tls; /* the probe uses TLS ([backend:NAME] tls != off) */
 };
 
 struct controller *controller_new(struct evloop *l);
