@@ -21,7 +21,7 @@ PACKAGES=(
 	valgrind
 	python3-pymysql nodejs
 	libmicrohttpd-dev prometheus
-	libcurl4-openssl-dev etcd-server etcd-client
+	libcurl4-openssl-dev etcd-server etcd-client socat
 )
 
 missing=()

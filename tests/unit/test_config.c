@@ -325,12 +325,49 @@ static const struct bad bad_configs[] = {
     {"[routing:x]\nbind_port = 7000\nrouting_strategy = fastest\n" BE, 3,
      "routing_strategy: unknown value \"fastest\""},
     {"[routing:x]\nport = 7000\n" BE, 2, "unknown key \"port\" in [routing:x]"},
+    {BE "[cluster]\nname = x\n", 3, "[cluster] etcd: not set"},
+    {BE "[cluster]\netcd = https://e:2379\n", 3, "https endpoints are not supported"},
+    {BE "[cluster]\netcd = http://e:2379\nname = a/b\n", 3, "[cluster] name: \"a/b\""},
+    {BE "[cluster]\netcd = http://e:2379\nhost_id = h h\n", 3, "[cluster] host_id: \"h h\""},
+    {BE "[cluster]\netcd = http://e:2379\nlease_ms = 10\n", 5, "lease_ms: bad number"},
+    {BE "[cluster]\nfoo = 1\n", 4, "unknown key \"foo\" in [cluster]"},
     /* the ninth route: the eBPF maps hold 8 */
     {"[route:a]\nport=1\n[route:b]\nport=2\n[route:c]\nport=3\n[route:d]\nport=4\n"
      "[route:e]\nport=5\n[route:f]\nport=6\n[route:g]\nport=7\n[route:h]\nport=8\n"
      "[route:i]\nport=9\n" BE,
      17, "route \"i\": more than 8 routes"},
 };
+
+/* [cluster]: absent by default; host_id the host name, fence_after_ms the
+ * lease unless given. */
+START_TEST(test_cluster_keys)
+{
+	char host[256] = "";
+	struct config *c = load_text(PW BE);
+
+	ck_assert_msg(c, "%s", errbuf);
+	ck_assert(!c->cluster);
+	config_free(c);
+	c = load_text(PW BE "[cluster]\netcd = http://10.0.0.1:2379, http://10.0.0.2:2379\n");
+	ck_assert_msg(c, "%s", errbuf);
+	ck_assert(c->cluster);
+	ck_assert_str_eq(c->cluster_name, "mysteer");
+	ck_assert_int_eq(gethostname(host, sizeof(host) - 1), 0);
+	host[63] = '\0';
+	ck_assert_str_eq(c->cluster_host_id, host);
+	ck_assert_int_eq(c->cluster_lease_ms, 2000);
+	ck_assert_int_eq(c->cluster_fence_after_ms, 2000);
+	config_free(c);
+	c = load_text(PW BE "[cluster]\netcd = http://e:2379\nname = prod\nhost_id = app-7\n"
+	                    "lease_ms = 5000\nfence_after_ms = 3000\n");
+	ck_assert_msg(c, "%s", errbuf);
+	ck_assert_str_eq(c->cluster_name, "prod");
+	ck_assert_str_eq(c->cluster_host_id, "app-7");
+	ck_assert_int_eq(c->cluster_lease_ms, 5000);
+	ck_assert_int_eq(c->cluster_fence_after_ms, 3000);
+	config_free(c);
+}
+END_TEST
 
 START_TEST(test_bad_config)
 {
@@ -966,6 +1003,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_shipped_config);
 	tcase_add_test(tc, test_full_config);
 	tcase_add_test(tc, test_minimal_defaults);
+	tcase_add_test(tc, test_cluster_keys);
 	tcase_add_test(tc, test_long_line);
 	tcase_add_test(tc, test_bom);
 	tcase_add_loop_test(tc, test_bad_config, 0,

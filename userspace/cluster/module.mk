@@ -2,7 +2,7 @@
 # client (gRPC-JSON gateway over libcurl, off the loop); cluster.c the
 # election, the published topology and fencing, as a service of mysteerd.
 CLUSTER_ETCD_OBJS := $(BUILD)/obj/userspace/cluster/etcd.o
-DAEMON_OBJS       += $(CLUSTER_ETCD_OBJS)
+DAEMON_OBJS       += $(CLUSTER_ETCD_OBJS) $(BUILD)/obj/userspace/cluster/cluster.o
 
 # etcd_client: drives the client against a real etcd (etcd_client.sh).
 BINS += $(BUILD)/tests/etcd_client
@@ -13,3 +13,4 @@ $(BUILD)/tests/etcd_client: $(BUILD)/obj/tests/integration/etcd_client.o $(CLUST
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 INTEG_TESTS += tests/integration/etcd_client.sh
+INTEG_TESTS += tests/integration/cluster.sh

@@ -89,6 +89,9 @@ struct topology {
 	struct topo_backend *backends; /* config order */
 	size_t nroutes;
 	struct topo_route *routes;
+	/* Why this host steers no writes although the fleet may have a writer
+	 * (cluster/, fencing), "" when it is not fenced. */
+	char fence[192];
 	int refs; /* atomic; use topo_get/topo_put */
 };
 

@@ -40,6 +40,7 @@ enum sect {
 	SEC_PROBE,
 	SEC_STEER,
 	SEC_PROXY,
+	SEC_CLUSTER,
 	SEC_ROUTE,
 	SEC_BACKEND,
 	SEC_USER,
@@ -70,6 +71,7 @@ struct pctx {
 	int password_line;         /* first line holding a password, 0: none */
 	int probe_line;            /* the first [probe] header, 0: none */
 	bool probe_password_given; /* [probe] password or password_file */
+	int cluster_line;          /* the first [cluster] header, 0: none */
 	bool route_given;
 	bool router_syntax; /* the current route is a MySQL Router [routing:NAME] */
 	int *user_lines;    /* section line of each user, for late checks */
@@ -382,6 +384,12 @@ static const struct keydef keydefs[] = {
     {SEC_PROXY, "rsa_private_key", K_PEM, F(rsa_private_key), 0, 0},
     {SEC_PROXY, "rsa_public_key", K_PEM, F(rsa_public_key), 0, 0},
     {SEC_PROXY, "kill_any_user", K_STR, F(kill_any_user), 0, 0},
+
+    {SEC_CLUSTER, "etcd", K_STR, F(cluster_etcd), 0, 0},
+    {SEC_CLUSTER, "name", K_STR, F(cluster_name), 0, 0},
+    {SEC_CLUSTER, "host_id", K_STR, F(cluster_host_id), 0, 0},
+    {SEC_CLUSTER, "lease_ms", K_INT, F(cluster_lease_ms), 1000, 600000},
+    {SEC_CLUSTER, "fence_after_ms", K_INT, F(cluster_fence_after_ms), 100, 600000},
 };
 
 static const char *const log_level_names[] = {"error", "warn", "info", "debug"};
@@ -761,7 +769,8 @@ static void begin_section(struct pctx *p, const char *name)
 	} fixed[] = {{"mysteerd", SEC_MYSTEERD},
 	             {"probe", SEC_PROBE},
 	             {"steer", SEC_STEER},
-	             {"proxy", SEC_PROXY}};
+	             {"proxy", SEC_PROXY},
+	             {"cluster", SEC_CLUSTER}};
 	static const struct {
 		const char *prefix;
 		enum sect sec;
@@ -778,6 +787,8 @@ static void begin_section(struct pctx *p, const char *name)
 			p->sec = fixed[i].sec;
 			if (p->sec == SEC_PROBE && !p->probe_line)
 				p->probe_line = p->line;
+			if (p->sec == SEC_CLUSTER && !p->cluster_line)
+				p->cluster_line = p->line;
 			return;
 		}
 	for (size_t i = 0; i < NELEM(named); i++) {
@@ -791,7 +802,7 @@ static void begin_section(struct pctx *p, const char *name)
 		return;
 	}
 	fail(p, p->line,
-	     "unknown section [%s] (want mysteerd, probe, steer, proxy, route:NAME "
+	     "unknown section [%s] (want mysteerd, probe, steer, proxy, cluster, route:NAME "
 	     "(or routing:NAME), backend:NAME, user:NAME)",
 	     name);
 }
@@ -1161,6 +1172,10 @@ static void set_defaults(struct config *c)
 	c->switchover_buffer_ms = 3000;
 	c->max_prepared_per_connection = 256;
 	c->max_prepared_per_session = 1024;
+
+	strcpy(c->cluster_name, "mysteer");
+	c->cluster_lease_ms = 2000;
+	c->cluster_fence_after_ms = 0;
 }
 
 static bool default_routes(struct config *c)
@@ -1269,6 +1284,8 @@ static void check_rsa(struct pctx *p)
 }
 
 /* Whole-file checks, after the last line. */
+static void check_cluster(struct pctx *p);
+
 static void check_all(struct pctx *p)
 {
 	struct config *c = p->c;
@@ -1314,11 +1331,54 @@ static void check_all(struct pctx *p)
 	}
 	if (!c->nbackends)
 		fail(p, p->line ? p->line : 1, "no backend (add a [backend:NAME] section)");
+	check_cluster(p);
 	/* No credential is built in: the monitoring account's is given. */
 	if (!p->probe_password_given && !(p->flags & CONFIG_LOAD_NO_SECRETS))
 		fail(p, p->probe_line ? p->probe_line : 1,
 		     "[probe] password: not set (give password or password_file of the "
 		     "monitoring user)");
+}
+
+/* [cluster]: endpoints given, a name and a host id that fit in a key. */
+static void check_cluster(struct pctx *p)
+{
+	struct config *c = p->c;
+
+	c->cluster = p->cluster_line > 0;
+	if (!c->cluster)
+		return;
+	if (!c->cluster_etcd[0]) {
+		fail(p, p->cluster_line,
+		     "[cluster] etcd: not set (give the etcd endpoints, "
+		     "http://HOST:PORT, ...)");
+		return;
+	}
+	if (strstr(c->cluster_etcd, "https://")) {
+		fail(p, p->cluster_line, "[cluster] etcd: https endpoints are not supported yet");
+		return;
+	}
+	if (!config_valid_name(c->cluster_name)) {
+		fail(p, p->cluster_line, "[cluster] name: \"%s\" (want 1-63 of A-Z a-z 0-9 _ - .)",
+		     c->cluster_name);
+		return;
+	}
+	if (!c->cluster_host_id[0]) {
+		char host[256] = "";
+
+		if (gethostname(host, sizeof(host) - 1) < 0 || !host[0]) {
+			fail(p, p->cluster_line, "[cluster] host_id: not set and no host name");
+			return;
+		}
+		snprintf(c->cluster_host_id, sizeof(c->cluster_host_id), "%.63s", host);
+	}
+	if (!config_valid_name(c->cluster_host_id)) {
+		fail(p, p->cluster_line,
+		     "[cluster] host_id: \"%s\" (want 1-63 of A-Z a-z 0-9 _ - .)",
+		     c->cluster_host_id);
+		return;
+	}
+	if (!c->cluster_fence_after_ms)
+		c->cluster_fence_after_ms = c->cluster_lease_ms;
 }
 
 static void warn_all(struct pctx *p, int fd)

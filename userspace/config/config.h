@@ -141,6 +141,14 @@ struct config {
 	 * interrupt the sessions of other users; "" none */
 	char kill_any_user[1024];
 
+	/* [cluster] (docs/CLUSTER.md): absent, the daemon decides alone */
+	bool cluster;            /* the section is present */
+	char cluster_etcd[1024]; /* endpoints, "http://HOST:PORT, ..." */
+	char cluster_name[64];   /* keys under /mysteer/<name>/ */
+	char cluster_host_id[64];
+	int cluster_lease_ms;
+	int cluster_fence_after_ms; /* 0: lease_ms */
+
 	struct config_route *routes;
 	size_t nroutes;
 	struct config_backend *backends;

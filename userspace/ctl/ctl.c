@@ -639,11 +639,28 @@ static void print_pool(json_object *st, FILE *out)
 	free(t.cells);
 }
 
+/* With [cluster]: who leads, the epoch applied, this host's part in it. */
+static void print_cluster(json_object *st, FILE *out)
+{
+	json_object *c, *x;
+
+	if (!json_object_object_get_ex(st, "cluster", &c) ||
+	    !json_object_is_type(c, json_type_object))
+		return;
+	fprintf(out, "cluster: %s, leader %s, epoch %s, fleet writer %s; this host %s, %s\n",
+	        jstr(c, "name", "?"), jstr(c, "leader", "none"), jstr(c, "epoch", "0"),
+	        jstr(c, "writer", "none"), jstr(c, "host_id", "?"), jstr(c, "role", "?"));
+	if (json_object_object_get_ex(c, "fenced", &x) && json_object_get_boolean(x))
+		fprintf(out, "FENCED: no writes steered from this host: %s\n",
+		        jstr(c, "fence_reason", "?"));
+}
+
 void ctl_print_status(json_object *status, FILE *out, int64_t now_ms)
 {
 	json_object *w;
 
 	fprintf(out, "writer: %s\n", jstr(status, "writer", "none"));
+	print_cluster(status, out);
 	if (json_object_object_get_ex(status, "warnings", &w) &&
 	    json_object_is_type(w, json_type_array))
 		for (size_t i = 0; i < json_object_array_length(w); i++)

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "admin/admin.h"
+#include "cluster/cluster.h"
 #include "common/evloop.h"
 #include "daemon/check.h"
 #include "daemon/privdrop.h"
@@ -47,6 +48,8 @@ static const struct service_ops *const services[] = {
     &steer_service,
     &lookup_service,
     &proxy_service,
+    /* with [cluster]: the fleet's decision instead of this host's */
+    &cluster_service,
 };
 #define NSERVICES (sizeof(services) / sizeof(services[0]))
 

@@ -249,6 +249,10 @@ static void no_writer_msg(const struct topology *t, char *msg, size_t cap)
 		snprintf(msg, cap, "mysteer: no writer: no topology published yet");
 		return;
 	}
+	if (t->fence[0]) {
+		snprintf(msg, cap, "mysteer: no writer: writes fenced on this host: %s", t->fence);
+		return;
+	}
 	off = (size_t)snprintf(msg, cap, "mysteer: no writer: no backend is up and writable");
 	for (size_t i = 0; i < t->nbackends && off < cap; i++)
 		if (t->backends[i].last_error[0])

@@ -126,6 +126,9 @@ struct controller {
 	struct resolver *res;
 	uint64_t resolve_period_ms;
 
+	controller_filter_fn filter;
+	void *filter_arg;
+
 	pthread_mutex_t pend_lock;
 	uint32_t pending[MAX_PENDING];
 	size_t npending;
@@ -700,14 +703,37 @@ struct topology *controller_snapshot(struct controller *c)
 		t->routes[i].port = c->cfg->routes[i].port;
 		t->routes[i].role = c->cfg->routes[i].role;
 	}
+	if (c->filter)
+		c->filter(t, c->filter_arg);
 	return t;
+}
+
+void controller_set_filter(struct controller *c, controller_filter_fn fn, void *arg)
+{
+	c->filter = fn;
+	c->filter_arg = arg;
+}
+
+void controller_refresh(struct controller *c)
+{
+	if (c->cfg)
+		recompute(c, false);
+}
+
+void controller_hint_writer(struct controller *c, const char *name)
+{
+	for (size_t i = 0; i < c->nbe; i++)
+		if (!strcmp(c->be[i]->tb.name, name)) {
+			snprintf(c->sticky, sizeof(c->sticky), "%s", name);
+			return;
+		}
 }
 
 /* What consumers act on: roles, health, admin, weights, addresses, routes. */
 static bool differs(const struct topology *a, const struct topology *b)
 {
 	if (!a || !b || a->nbackends != b->nbackends || a->nroutes != b->nroutes ||
-	    a->writer != b->writer)
+	    a->writer != b->writer || strcmp(a->fence, b->fence) != 0)
 		return true;
 	for (size_t i = 0; i < a->nbackends; i++) {
 		const struct topo_backend *x = &a->backends[i], *y = &b->backends[i];

@@ -76,6 +76,20 @@ int controller_apply(struct controller *c, const struct config *cfg,
  * (published snapshots change only on decisions). Caller topo_put()s it. */
 struct topology *controller_snapshot(struct controller *c);
 
+/* A part that decides for the host instead of the rules (cluster/): fn
+ * changes every snapshot the controller builds (published or shown) before
+ * it is compared with the last published one; the rules still run and their
+ * choice is what fn sees. NULL: none. */
+typedef void (*controller_filter_fn)(struct topology *t, void *arg);
+void controller_set_filter(struct controller *c, controller_filter_fn fn, void *arg);
+/* Builds the snapshot again and publishes it when what consumers act on
+ * changed (the filter's input changed). Loop thread; nothing before the first
+ * apply. */
+void controller_refresh(struct controller *c);
+/* The writer the rules keep while it is usable (sticky), when name is one of
+ * the backends: a new cluster leader starts from the fleet's writer. */
+void controller_hint_writer(struct controller *c, const char *name);
+
 /* Probe a backend now (loop thread), or from any thread. */
 void controller_request_probe(struct controller *c, uint32_t backend_id);
 void controller_request_probe_async(struct controller *c, uint32_t backend_id);

@@ -1,0 +1,256 @@
+#!/usr/bin/env bash
+# cluster.sh - three mysteerd "hosts" sharing one decision through etcd
+# (issue 20, docs/CLUSTER.md): one leader; the leader killed, another leads
+# and the writer stays; a replica promoted, every host steers 6446 and 6450
+# writes to it; a host cut from etcd fences its writes (6446 refused, 6450
+# ERR naming why) while its reads go on and the others are untouched; it
+# steers writes again when etcd is back; a host that starts without etcd
+# starts fenced.
+#
+# The hosts run in the test's network namespace with their own admin socket,
+# state file, bpffs pin dir, cgroup ($ITEST_CGROUP/hN: `mysteerctl exec`
+# runs a client there), 6450 address (127.0.0.1N) and no sk_lookup or
+# metrics listener. Each reaches etcd through its own socat forwarder, so a
+# host is cut from etcd by stopping its forwarder (SIGSTOP: connections hang,
+# as behind a partition) and restored with SIGCONT. The times measured are
+# logged; the deadlines are functional, with slack for a loaded machine.
+export SANDBOX_BASE_PORT=${SANDBOX_BASE_PORT:-6306}
+. "$(dirname "$0")/lib.sh"
+itest_init cluster
+. "$(dirname "$0")/etcd_lib.sh"
+
+LEASE_MS=2000
+FENCE_MS=2000
+HOSTS="1 2 3"
+declare -A HPID FWD
+
+fwd_port() { echo $((24000 + $1)); }
+fwd_start() { # host: its forwarder to etcd, a process group of its own
+	setsid socat "TCP-LISTEN:$(fwd_port "$1"),bind=127.0.0.1,reuseaddr,fork" \
+		"TCP:127.0.0.1:$(etcd_client_port 1)" &
+	FWD[$1]=$!
+}
+fwd_signal() { kill -"$2" -- -"${FWD[$1]}" 2>/dev/null; }
+cleanup_fwd() {
+	local h
+	for h in $HOSTS; do
+		[ -n "${FWD[$h]:-}" ] || continue
+		fwd_signal "$h" CONT
+		fwd_signal "$h" TERM
+		wait "${FWD[$h]}" 2>/dev/null
+	done
+	for h in $HOSTS; do
+		[ -n "${HPID[$h]:-}" ] && kill -TERM "${HPID[$h]}" 2>/dev/null && wait "${HPID[$h]}" 2>/dev/null
+	done
+	for h in $HOSTS; do rmdir "$ITEST_CGROUP/h$h" 2>/dev/null; done
+}
+trap 'rc=$?; cleanup_fwd; (exit $rc); itest_cleanup' EXIT
+
+host_conf() { # host
+	local h=$1 d=$T/h$1
+	mkdir -p "$d" "$ITEST_CGROUP/h$h"
+	cat >"$d/mysteer.conf" <<CONF
+[mysteerd]
+admin_socket = $d/admin.sock
+state_file = $d/state
+bpffs_dir = /sys/fs/bpf/mysteer-h$h
+metrics_listen =
+log_level = info
+
+[probe]
+interval_ms = 200
+timeout_ms = 500
+user = mysteer
+password = mysteer
+
+[steer]
+cgroup = $ITEST_CGROUP/h$h
+lookup = off
+
+[proxy]
+bind = 127.0.0.1$h
+
+[cluster]
+etcd = http://127.0.0.1:$(fwd_port "$h")
+name = itest
+host_id = host$h
+lease_ms = $LEASE_MS
+fence_after_ms = $FENCE_MS
+
+[user:app]
+password = app
+
+[backend:db1]
+host = 127.0.0.1
+port = $P1
+priority = 100
+[backend:db2]
+host = 127.0.0.1
+port = $P2
+priority = 200
+[backend:db3]
+host = 127.0.0.1
+port = $P3
+priority = 300
+CONF
+	chmod 600 "$d/mysteer.conf"
+}
+
+hctl() { "$MYSTEERCTL" --socket "$T/h$1/admin.sock" "${@:2}"; }
+host_start() { # host
+	"$MYSTEERD" -c "$T/h$1/mysteer.conf" -f >>"$T/h$1/log" 2>&1 &
+	HPID[$1]=$!
+	if ! wait_until 30 hctl "$1" status >/dev/null; then
+		echo "not ok - host$1 did not answer on its admin socket"
+		tail -n 30 "$T/h$1/log"
+		return 1
+	fi
+}
+host_kill() { kill -KILL "${HPID[$1]}" 2>/dev/null; wait "${HPID[$1]}" 2>/dev/null; HPID[$1]=; }
+
+cj() { # host python-expression-on-c (the status' cluster object)
+	hctl "$1" --json status 2>/dev/null |
+		python3 -c "import json,sys; d=json.load(sys.stdin); c=d.get('cluster') or {}; print($2)"
+}
+is_leader() { [ "$(cj "$1" "c['role']")" = leader ]; }
+fenced() { [ "$(cj "$1" "c['fenced']")" = True ]; }
+steers() { # host writer: the host's own snapshot has that writer and is not fenced
+	[ "$(cj "$1" "str(d['writer']) + ' ' + str(c['fenced'])")" = "$2 False" ]
+}
+all_steer() { local h; for h in $HOSTS; do steers "$h" "$1" || return 1; done; }
+leaders() { local h n=0; for h in $HOSTS; do [ -n "${HPID[$h]:-}" ] && is_leader "$h" && n=$((n + 1)); done; echo $n; }
+one_leader_of() { # hosts...: exactly one of them leads
+	local h n=0; for h in "$@"; do is_leader "$h" && n=$((n + 1)); done; [ $n -eq 1 ]
+}
+leader_host() { local h; for h in $HOSTS; do [ -n "${HPID[$h]:-}" ] && is_leader "$h" && { echo "$h"; return; }; done; }
+rw_port() { # host: where 6446 lands for a client in the host's cgroup
+	hctl "$1" exec -- mariadb --no-defaults -h 127.0.0.1 -P 6446 -u app -papp \
+		--connect-timeout=3 -N -B -e 'SELECT @@port' 2>&1
+}
+# ms since the epoch of the first line matching pattern in host's log after
+# line skip (the daemon's own clock: what polling adds is left out).
+log_ms() { # host skip pattern
+	local l
+	l=$(tail -n +$(($2 + 1)) "$T/h$1/log" | grep -m1 -- "$3" | cut -c1-23)
+	[ -n "$l" ] && date -d "$l" +%s%3N
+}
+loglen() { wc -l <"$T/h$1/log"; }
+split() { # host query: through the host's 6450
+	mariadb --no-defaults -h "127.0.0.1$1" -P 6450 -u app -papp --connect-timeout=5 -N -B -e "$2" 2>&1
+}
+
+itest_sandbox_up
+sql_root "$P1" "CREATE DATABASE IF NOT EXISTS ct; CREATE TABLE IF NOT EXISTS ct.w (id INT AUTO_INCREMENT PRIMARY KEY, h INT)" ||
+	{ echo "not ok - test table"; exit 1; }
+etcd_up 1 || exit 1
+for h in $HOSTS; do host_conf "$h"; fwd_start "$h"; done
+
+# --- one leader, one decision ---------------------------------------------------
+host_start 1 || exit 1
+ms=$(wait_until 30 steers 1 db1)
+check "host1 leads and steers writes to db1" steers 1 db1
+measured "first host: lead and topology published in $ms ms after its admin socket answered"
+check "host1 is the leader" is_leader 1
+host_start 2 || exit 1
+host_start 3 || exit 1
+ms=$(wait_until 30 all_steer db1)
+check "every host steers writes to db1" all_steer db1
+measured "hosts 2, 3 steering by the cluster's topology in $ms ms"
+check_eq "one leader" 1 "$(leaders)"
+check_eq "every host sees host1 as leader" "host1 host1 host1" "$(cj 1 "c['leader']") $(cj 2 "c['leader']") $(cj 3 "c['leader']")"
+e1=$(cj 1 "c['epoch']")
+check_eq "one epoch on every host" "$e1 $e1 $e1" "$(cj 1 "c['epoch']") $(cj 2 "c['epoch']") $(cj 3 "c['epoch']")"
+for h in $HOSTS; do
+	check_eq "host$h: 6446 lands on db1" "$P1" "$(rw_port "$h")"
+	check "host$h: a write through 6450" split "$h" "INSERT INTO ct.w (h) VALUES ($h)"
+done
+check "host2 logs that it follows host1" grep -q "cluster: leader host1" "$T/h2/log"
+
+# --- the leader killed: another leads, the writer stays ---------------------------
+n2=$(wc -l <"$T/h2/log") n3=$(wc -l <"$T/h3/log")
+t0=$(date +%s%3N)
+host_kill 1
+ms=$(wait_until 30 one_leader_of 2 3)
+check "host2 or host3 leads after host1 was killed" one_leader_of 2 3
+nl=$(leader_host)
+measured "new leader host$nl $(($(log_ms "$nl" "$([ "$nl" = 2 ] && echo "$n2" || echo "$n3")" 'this host leads') - t0)) ms after the leader was killed (its log; lease_ms $LEASE_MS; seen by polling after $ms ms)"
+check "host2 still steers writes to db1" steers 2 db1
+check "host3 still steers writes to db1" steers 3 db1
+check_eq "the epoch did not move (same decision)" "$e1 $e1" "$(cj 2 "c['epoch']") $(cj 3 "c['epoch']")"
+check_eq "no write fencing on host2, host3 meanwhile" "0 0" \
+	"$(tail -n +$((n2 + 1)) "$T/h2/log" | grep -c 'writes fenced') $(tail -n +$((n3 + 1)) "$T/h3/log" | grep -c 'writes fenced')"
+host_start 1 || exit 1
+ms=$(wait_until 30 steers 1 db1)
+check "host1 back, steering writes to db1" steers 1 db1
+check_eq "host1 back as a follower" follower "$(cj 1 "c['role']")"
+measured "restarted host1 steering by the topology in $ms ms"
+
+# --- a replica promoted: every host follows the leader's decision -----------------
+lh=$(leader_host)
+declare -A skip
+for h in $HOSTS; do skip[$h]=$(loglen "$h"); done
+t0=$(date +%s%3N)
+sb promote "$P2" >/dev/null || { echo "not ok - promote $P2"; exit 1; }
+ms=$(wait_until 30 all_steer db2)
+check "every host steers writes to db2 after the promotion" all_steer db2
+measured "all hosts on db2 $ms ms after sandbox promote returned (polling)"
+seen=$(log_ms "$lh" "${skip[$lh]}" 'writer none -> db2')
+for h in $HOSTS; do
+	measured "host$h applied writer db2 $(($(log_ms "$h" "${skip[$h]}" 'cluster: topology epoch .* -> db2') - seen)) ms after the leader host$lh decided it (logs)"
+done
+for h in $HOSTS; do
+	check_eq "host$h: 6446 lands on db2" "$P2" "$(rw_port "$h")"
+done
+e2=$(cj 2 "c['epoch']")
+check "the epoch grew" [ "$e2" -gt "$e1" ]
+
+# --- a host cut from etcd: fenced writes, reads go on -----------------------------
+cut=
+for h in $HOSTS; do is_leader "$h" || { cut=$h; break; }; done
+others=$(echo $HOSTS | tr ' ' '\n' | grep -vx "$cut" | tr '\n' ' ')
+sk=$(loglen "$cut")
+t0=$(date +%s%3N)
+fwd_signal "$cut" STOP
+ms=$(wait_until 30 fenced "$cut")
+check "host$cut (cut from etcd) fences writes" fenced "$cut"
+measured "host$cut fenced $(($(log_ms "$cut" "$sk" 'writes fenced') - t0)) ms after the cut (its log; fence_after_ms $FENCE_MS)"
+out=$(split "$cut" "INSERT INTO ct.w (h) VALUES (99)")
+check "host$cut: a 6450 write gets an ERR naming the fence" grep -q "fenced" <<<"$out"
+echo "# $out"
+check "host$cut: a 6450 read goes on" split "$cut" "SELECT COUNT(*) FROM ct.w"
+out=$(rw_port "$cut")
+check "host$cut: 6446 does not reach a server" bash -c "[ '$out' != '$P2' ] && [ '$out' != '$P1' ]"
+echo "# 6446 from host$cut: $out"
+check "host$cut logs why it fences" grep -q "writes fenced on this host: etcd not heard" "$T/h$cut/log"
+for h in $others; do
+	check "host$h unaffected: steers writes to db2" steers "$h" db2
+done
+sk=$(loglen "$cut")
+t0=$(date +%s%3N)
+fwd_signal "$cut" CONT
+ms=$(wait_until 30 steers "$cut" db2)
+check "host$cut steers writes to db2 again once etcd is back" steers "$cut" db2
+measured "host$cut resumed $(($(log_ms "$cut" "$sk" 'writes steered again') - t0)) ms after etcd came back (its log)"
+check "host$cut: a write through 6450 again" split "$cut" "INSERT INTO ct.w (h) VALUES ($cut)"
+
+# --- a host that starts without etcd starts fenced --------------------------------
+host_kill "$cut"
+fwd_signal "$cut" STOP
+host_start "$cut" || exit 1
+check "host$cut started without etcd: fenced" fenced "$cut"
+why=$(cj "$cut" "c['fence_reason']")
+check "... and says why" grep -q "no lease from etcd yet" <<<"$why"
+echo "# $why"
+has_reader() { [ -n "$(hctl "$1" --json status | json_get "[b['name'] for b in d['backends'] if b['role']=='reader']")" ] && hctl "$1" --json status | json_get "[b['name'] for b in d['backends'] if b['role']=='reader']" | grep -q db; }
+wait_until 20 has_reader "$cut" >/dev/null
+check "host$cut: reads through 6450 while fenced" split "$cut" "SELECT 1"
+fwd_signal "$cut" CONT
+ms=$(wait_until 30 steers "$cut" db2)
+check "host$cut steers writes to db2 once etcd answers" steers "$cut" db2
+measured "host$cut (started without etcd) steering writes $ms ms after etcd came back"
+
+for h in $HOSTS; do
+	check "host$h: no crash" kill -0 "${HPID[$h]}"
+done
+hctl "$(leader_host)" status | sed 's/^/# /' | head -n 4
+itest_done

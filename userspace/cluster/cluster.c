@@ -1,0 +1,770 @@
+/*
+ * cluster.c - see cluster.h. One state on the loop thread, driven by a tick
+ * (lease renewal, campaign, fence check) and by etcd's answers and watch
+ * events (etcd.h). Requests of one kind are never more than one in flight.
+ */
+#include "cluster/cluster.h"
+
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster/etcd.h"
+#include "common/evloop.h"
+#include "common/log.h"
+#include "config/config.h"
+#include "topo/controller.h"
+
+enum tag { TAG_GRANT = 1, TAG_KEEPALIVE, TAG_CAMPAIGN, TAG_PUBLISH, TAG_READ };
+
+/* Why writes are fenced; a change of it is logged, not each tick. */
+enum fence {
+	FENCE_NONE = 0,
+	FENCE_NO_LEASE,
+	FENCE_LEASE_LOST,
+	FENCE_SILENT,
+	FENCE_WATCH,
+	FENCE_NO_TOPOLOGY,
+};
+
+static struct cl {
+	bool on;
+	struct daemon_ctx *d;
+	struct controller *ctl;
+	struct etcd *e;
+	char host_id[64], name[64];
+	char k_prefix[96], k_end[96], k_leader[128], k_topo[128];
+	char *b64_leader, *b64_host;
+	unsigned lease_ms, fence_ms, tick_ms;
+	uint64_t tick;
+
+	int64_t lease; /* 0: none */
+	bool granting, keeping, campaigning, publishing, reading;
+	uint64_t heard_ms; /* when the last renewal that succeeded was sent */
+	uint64_t keep_sent_ms;
+	bool ever_heard;
+	bool watch_up;
+	uint64_t watch_down_ms;
+	char etcd_error[192]; /* the last failure, "" after a success */
+	bool error_logged;
+
+	char leader[64]; /* who leads, "" none known */
+	bool is_leader;
+
+	uint64_t epoch;           /* of the newest topology applied */
+	struct json_object *topo; /* that topology */
+	char topo_writer[64];
+	char *want;     /* leader: the decision to publish (JSON text) */
+	char *pub;      /* the topology being published (JSON text) */
+	char *decision; /* the decision of the topology applied (JSON text) */
+	enum fence fence;
+	char fence_why[192];
+} C;
+
+static void step(void);
+
+static uint64_t now_ms(void)
+{
+	return mono_ms();
+}
+
+/* ---- the decision as JSON ---- */
+
+static const char *jstr(struct json_object *o, const char *key)
+{
+	struct json_object *x;
+	if (!o || !json_object_object_get_ex(o, key, &x) ||
+	    !json_object_is_type(x, json_type_string))
+		return NULL;
+	return json_object_get_string(x);
+}
+
+/* What the leader publishes of a snapshot (without epoch and leader): the
+ * writer, the readers, each backend's role, health and admin state. */
+static char *decision_text(const struct topology *t)
+{
+	struct json_object *o = json_object_new_object(), *rd = json_object_new_array(),
+	                   *bs = json_object_new_array();
+	char *s = NULL;
+
+	if (!o || !rd || !bs)
+		goto out;
+	json_object_object_add(o, "writer",
+	                       t->writer >= 0 ? json_object_new_string(t->backends[t->writer].name)
+	                                      : NULL);
+	for (size_t i = 0; i < t->nbackends; i++) {
+		const struct topo_backend *b = &t->backends[i];
+		struct json_object *x = json_object_new_object();
+		if (!x)
+			goto out;
+		if (b->role == ROLE_READER)
+			json_object_array_add(rd, json_object_new_string(b->name));
+		json_object_object_add(x, "name", json_object_new_string(b->name));
+		json_object_object_add(x, "role", json_object_new_string(topo_role_name(b->role)));
+		json_object_object_add(x, "health",
+		                       json_object_new_string(topo_health_name(b->health)));
+		json_object_object_add(x, "admin",
+		                       json_object_new_string(topo_admin_name(b->admin)));
+		json_object_object_add(x, "state", json_object_new_string(topo_state_name(b)));
+		json_object_array_add(bs, x);
+	}
+	json_object_object_add(o, "readers", rd);
+	json_object_object_add(o, "backends", bs);
+	rd = bs = NULL;
+	s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+out:
+	json_object_put(rd);
+	json_object_put(bs);
+	json_object_put(o);
+	return s;
+}
+
+static int parse_name(const char *s, const char *const *names, int n)
+{
+	for (int i = 0; s && i < n; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	return -1;
+}
+
+/* ---- fencing ---- */
+
+static void fence_eval(void)
+{
+	enum fence f = FENCE_NONE;
+	char why[192] = "";
+	uint64_t now = now_ms();
+
+	if (!C.lease && !C.ever_heard) {
+		f = FENCE_NO_LEASE;
+		snprintf(why, sizeof(why), "no lease from etcd yet%s%.120s",
+		         C.etcd_error[0] ? ": " : "", C.etcd_error);
+	} else if (!C.lease) {
+		f = FENCE_LEASE_LOST;
+		snprintf(why, sizeof(why), "the lease on etcd expired; getting a new one%s%.100s",
+		         C.etcd_error[0] ? ": " : "", C.etcd_error);
+	} else if (now - C.heard_ms > C.fence_ms) {
+		f = FENCE_SILENT;
+		snprintf(why, sizeof(why), "etcd not heard for fence_after_ms (%u ms)%s%.100s",
+		         C.fence_ms, C.etcd_error[0] ? ": " : "", C.etcd_error);
+	} else if (!C.watch_up && now - C.watch_down_ms > C.fence_ms) {
+		f = FENCE_WATCH;
+		snprintf(why, sizeof(why), "the watch on etcd is down for fence_after_ms (%u ms)",
+		         C.fence_ms);
+	} else if (!C.topo) {
+		f = FENCE_NO_TOPOLOGY;
+		snprintf(why, sizeof(why), "no topology published in etcd yet");
+	}
+	if (f == C.fence && !strcmp(why, C.fence_why))
+		return;
+	if (f != C.fence) {
+		if (f != FENCE_NONE)
+			log_warn("cluster: writes fenced on this host: %s", why);
+		else
+			log_info("cluster: writes steered again (topology epoch %" PRIu64
+			         ", writer %s)",
+			         C.epoch, C.topo_writer[0] ? C.topo_writer : "none");
+	}
+	C.fence = f;
+	snprintf(C.fence_why, sizeof(C.fence_why), "%s", why);
+	controller_refresh(C.ctl);
+}
+
+/* ---- the filter: what this host steers by ---- */
+
+static void apply(struct topology *t)
+{
+	static const char *const roles[] = {"none", "writer", "reader"};
+	static const char *const healths[] = {"unknown", "up", "down"};
+	static const char *const admins[] = {"enabled", "drained", "disabled"};
+	struct json_object *bs = NULL;
+
+	t->writer = -1;
+	if (!C.topo) {
+		/* Nothing decided by the fleet yet: reads by this host's own
+		 * probes, no writes. */
+		for (size_t i = 0; i < t->nbackends; i++)
+			if (t->backends[i].role == ROLE_WRITER)
+				t->backends[i].role = ROLE_NONE;
+	} else {
+		json_object_object_get_ex(C.topo, "backends", &bs);
+		for (size_t i = 0; i < t->nbackends; i++) {
+			struct topo_backend *b = &t->backends[i];
+			struct json_object *x = NULL;
+			size_t n = bs ? json_object_array_length(bs) : 0;
+			int v;
+
+			for (size_t k = 0; k < n; k++) {
+				struct json_object *y = json_object_array_get_idx(bs, k);
+				const char *name = jstr(y, "name");
+				if (name && !strcmp(name, b->name))
+					x = y;
+			}
+			if (!x) {
+				b->role = ROLE_NONE; /* the leader does not know it */
+				continue;
+			}
+			v = parse_name(jstr(x, "role"), roles, 3);
+			b->role = v < 0 ? ROLE_NONE : (enum be_role)v;
+			v = parse_name(jstr(x, "health"), healths, 3);
+			b->health = v < 0 ? HEALTH_UNKNOWN : (enum be_health)v;
+			v = parse_name(jstr(x, "admin"), admins, 3);
+			/* this host's own drain or disable still holds here */
+			if (v > (int)b->admin)
+				b->admin = (enum be_admin)v;
+			if (b->role == ROLE_WRITER && C.topo_writer[0] &&
+			    !strcmp(C.topo_writer, b->name))
+				t->writer = (int)i;
+			else if (b->role == ROLE_WRITER)
+				b->role = ROLE_NONE;
+		}
+	}
+	if (C.fence != FENCE_NONE && t->writer >= 0) {
+		t->backends[t->writer].role = ROLE_NONE;
+		t->writer = -1;
+	}
+	if (C.fence != FENCE_NONE)
+		snprintf(t->fence, sizeof(t->fence), "%s", C.fence_why);
+	else if (C.topo_writer[0] && t->writer < 0)
+		snprintf(t->fence, sizeof(t->fence),
+		         "the fleet's writer %.60s is not a backend here", C.topo_writer);
+}
+
+/* Some backend not probed enough yet to say up or down: a leader just
+ * started does not publish that (a restarted host that wins at once would
+ * take the writer away from the fleet for `rise` probes). */
+static bool unsettled(const struct topology *t)
+{
+	for (size_t i = 0; i < t->nbackends; i++)
+		if (t->backends[i].health == HEALTH_UNKNOWN &&
+		    t->backends[i].admin == ADMIN_ENABLED)
+			return true;
+	return false;
+}
+
+static void filter(struct topology *t, void *arg)
+{
+	if (C.is_leader && C.fence != FENCE_SILENT && C.lease && !(C.topo && unsettled(t))) {
+		char *d = decision_text(t);
+		if (d && (!C.decision || strcmp(d, C.decision) != 0) &&
+		    (!C.want || strcmp(d, C.want) != 0)) {
+			free(C.want);
+			C.want = d;
+			d = NULL;
+		}
+		free(d);
+	}
+	apply(t);
+	if (C.want && !C.publishing)
+		step();
+}
+
+/* ---- topology and leader from etcd ---- */
+
+static void adopt_topology(const char *value, const char *from)
+{
+	struct json_object *j = json_tokener_parse(value), *x;
+	int64_t epoch;
+	const char *w;
+
+	if (!j || !json_object_object_get_ex(j, "epoch", &x)) {
+		log_warn("cluster: %s: not a topology (ignored)", C.k_topo);
+		json_object_put(j);
+		return;
+	}
+	epoch = json_object_get_int64(x);
+	if (epoch <= 0 || (uint64_t)epoch <= C.epoch) {
+		log_debug("cluster: topology epoch %" PRId64 " not newer than %" PRIu64
+		          " (ignored)",
+		          epoch, C.epoch);
+		json_object_put(j);
+		return;
+	}
+	w = jstr(j, "writer");
+	if (strcmp(C.topo_writer, w ? w : ""))
+		log_info("cluster: topology epoch %" PRId64 " (%s): writer %s -> %s", epoch, from,
+		         C.topo_writer[0] ? C.topo_writer : "none", w ? w : "none");
+	else
+		log_info("cluster: topology epoch %" PRId64 " (%s): writer %s", epoch, from,
+		         w ? w : "none");
+	snprintf(C.topo_writer, sizeof(C.topo_writer), "%s", w ? w : "");
+	json_object_put(C.topo);
+	C.topo = j;
+	C.epoch = (uint64_t)epoch;
+	/* what it decided, to compare the leader's next decision with */
+	struct json_object *d = json_object_new_object(), *v;
+	free(C.decision);
+	C.decision = NULL;
+	if (d) {
+		json_object_object_add(
+		    d, "writer",
+		    json_object_object_get_ex(j, "writer", &v) ? json_object_get(v) : NULL);
+		if (json_object_object_get_ex(j, "readers", &v))
+			json_object_object_add(d, "readers", json_object_get(v));
+		if (json_object_object_get_ex(j, "backends", &v))
+			json_object_object_add(d, "backends", json_object_get(v));
+		C.decision = strdup(json_object_to_json_string_ext(d, JSON_C_TO_STRING_PLAIN));
+		json_object_put(d);
+	}
+	fence_eval();
+	controller_refresh(C.ctl);
+}
+
+static void set_leader(const char *who)
+{
+	bool was = C.is_leader;
+
+	if (!strcmp(C.leader, who))
+		return;
+	snprintf(C.leader, sizeof(C.leader), "%s", who);
+	C.is_leader = C.lease && !strcmp(who, C.host_id) && C.is_leader;
+	if (was && !C.is_leader)
+		log_warn("cluster: this host no longer leads (leader: %s)", who[0] ? who : "none");
+	if (who[0] && strcmp(who, C.host_id))
+		log_info("cluster: leader %s", who);
+}
+
+/* One key as the watch or a read shows it; value NULL: deleted. */
+static void on_key(const char *key, const char *value)
+{
+	if (!strcmp(key, C.k_leader))
+		set_leader(value ? value : "");
+	else if (!strcmp(key, C.k_topo) && value)
+		adopt_topology(value, "etcd");
+}
+
+/* A kv object of etcd's JSON: key and value decoded. */
+static void on_kv(struct json_object *kv, bool deleted)
+{
+	static char key[256], value[65536];
+	const char *k = jstr(kv, "key"), *v = jstr(kv, "value");
+
+	if (!k || etcd_unb64(k, key, sizeof(key)) < 0)
+		return;
+	if (!deleted && (!v || etcd_unb64(v, value, sizeof(value)) < 0)) {
+		if (v)
+			log_warn("cluster: %s: value too large or not base64 (ignored)", key);
+		else
+			on_key(key, ""); /* an empty value is not sent */
+		return;
+	}
+	on_key(key, deleted ? NULL : value);
+}
+
+/* ---- requests ---- */
+
+static void request(enum tag tag, const char *path, const char *body, bool *flag)
+{
+	if (etcd_request(C.e, tag, path, body) < 0) {
+		log_error("cluster: out of memory for an etcd request");
+		return;
+	}
+	if (flag)
+		*flag = true;
+}
+
+static void campaign(void)
+{
+	char body[1024];
+
+	snprintf(
+	    body, sizeof(body),
+	    "{\"compare\":[{\"key\":\"%s\",\"target\":\"CREATE\",\"result\":\"EQUAL\","
+	    "\"create_revision\":\"0\"}],"
+	    "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\",\"lease\":\"%" PRId64
+	    "\"}}],"
+	    "\"failure\":[{\"request_range\":{\"key\":\"%s\"}}]}",
+	    C.b64_leader, C.b64_leader, C.b64_host, C.lease, C.b64_leader);
+	request(TAG_CAMPAIGN, "/v3/kv/txn", body, &C.campaigning);
+}
+
+static void publish(void)
+{
+	struct json_object *j = json_tokener_parse(C.want);
+	char *k = NULL, *v = NULL, *body = NULL;
+	const char *text;
+	size_t len;
+
+	if (!j)
+		return;
+	json_object_object_add(j, "epoch", json_object_new_int64((int64_t)C.epoch + 1));
+	json_object_object_add(j, "leader", json_object_new_string(C.host_id));
+	text = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN);
+	free(C.pub);
+	C.pub = strdup(text);
+	k = etcd_b64(C.k_topo, strlen(C.k_topo));
+	v = etcd_b64(text, strlen(text));
+	len = (k ? strlen(k) : 0) + (v ? strlen(v) : 0) + 2 * strlen(C.b64_leader) +
+	      strlen(C.b64_host) + 512;
+	body = malloc(len);
+	if (!k || !v || !body || !C.pub) {
+		log_error("cluster: out of memory publishing the topology");
+		goto out;
+	}
+	/* Only while this host still holds the leader key. */
+	snprintf(body, len,
+	         "{\"compare\":[{\"key\":\"%s\",\"target\":\"VALUE\",\"result\":\"EQUAL\","
+	         "\"value\":\"%s\"}],"
+	         "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}}],"
+	         "\"failure\":[{\"request_range\":{\"key\":\"%s\"}}]}",
+	         C.b64_leader, C.b64_host, k, v, C.b64_leader);
+	request(TAG_PUBLISH, "/v3/kv/txn", body, &C.publishing);
+out:
+	json_object_put(j);
+	free(k);
+	free(v);
+	free(body);
+}
+
+static void read_all(void)
+{
+	char body[512];
+	char *k = etcd_b64(C.k_prefix, strlen(C.k_prefix)), *e = etcd_b64(C.k_end, strlen(C.k_end));
+
+	if (k && e) {
+		snprintf(body, sizeof(body), "{\"key\":\"%s\",\"range_end\":\"%s\"}", k, e);
+		request(TAG_READ, "/v3/kv/range", body, &C.reading);
+	}
+	free(k);
+	free(e);
+}
+
+/* What is due now: a lease, its renewal, a campaign, a publish. */
+static void step(void)
+{
+	uint64_t now = now_ms();
+	char body[128];
+
+	if (!C.lease && !C.granting) {
+		snprintf(body, sizeof(body), "{\"TTL\":%u}", (C.lease_ms + 999) / 1000);
+		request(TAG_GRANT, "/v3/lease/grant", body, &C.granting);
+	}
+	if (C.lease && !C.keeping && now - C.keep_sent_ms >= C.lease_ms / 3) {
+		snprintf(body, sizeof(body), "{\"ID\":\"%" PRId64 "\"}", C.lease);
+		C.keep_sent_ms = now;
+		request(TAG_KEEPALIVE, "/v3/lease/keepalive", body, &C.keeping);
+	}
+	if (C.lease && !C.leader[0] && !C.campaigning && C.watch_up && !C.reading)
+		campaign();
+	if (C.is_leader && C.want && !C.publishing && C.fence != FENCE_SILENT)
+		publish();
+}
+
+static void etcd_failed(const struct etcd_reply *r)
+{
+	if (!C.error_logged || strcmp(C.etcd_error, r->error))
+		log_warn("cluster: etcd: %s", r->error);
+	C.error_logged = true;
+	snprintf(C.etcd_error, sizeof(C.etcd_error), "%s", r->error);
+}
+
+static void etcd_ok(void)
+{
+	if (C.error_logged)
+		log_info("cluster: etcd answers again");
+	C.error_logged = false;
+	C.etcd_error[0] = '\0';
+}
+
+static struct json_object *response0(struct json_object *j, const char *kind)
+{
+	struct json_object *rs, *r0, *x;
+	if (!json_object_object_get_ex(j, "responses", &rs) ||
+	    !(r0 = json_object_array_get_idx(rs, 0)) || !json_object_object_get_ex(r0, kind, &x))
+		return NULL;
+	return x;
+}
+
+static void kvs_of(struct json_object *range, bool whole_prefix)
+{
+	struct json_object *kvs;
+	bool leader_seen = false;
+	size_t n;
+
+	if (range && json_object_object_get_ex(range, "kvs", &kvs)) {
+		n = json_object_array_length(kvs);
+		for (size_t i = 0; i < n; i++) {
+			struct json_object *kv = json_object_array_get_idx(kvs, i);
+			char key[256];
+			const char *k = jstr(kv, "key");
+			if (k && etcd_unb64(k, key, sizeof(key)) >= 0 && !strcmp(key, C.k_leader))
+				leader_seen = true;
+			on_kv(kv, false);
+		}
+	}
+	if (!leader_seen && whole_prefix)
+		set_leader("");
+}
+
+static void on_reply(const struct etcd_reply *r)
+{
+	const char *s;
+
+	switch ((enum tag)r->tag) {
+	case TAG_GRANT:
+		C.granting = false;
+		if (!r->ok || !(s = jstr(r->json, "ID"))) {
+			etcd_failed(r);
+			break;
+		}
+		etcd_ok();
+		C.lease = strtoll(s, NULL, 10);
+		C.heard_ms = r->sent_ms;
+		C.keep_sent_ms = r->sent_ms;
+		C.ever_heard = true;
+		log_info("cluster: lease %" PRId64 " granted by %s (%u s)", C.lease, r->endpoint,
+		         (C.lease_ms + 999) / 1000);
+		break;
+	case TAG_KEEPALIVE: {
+		struct json_object *res;
+		C.keeping = false;
+		if (!r->ok || !json_object_object_get_ex(r->json, "result", &res)) {
+			etcd_failed(r);
+			break;
+		}
+		etcd_ok();
+		if (!jstr(res, "TTL") || !strcmp(jstr(res, "TTL"), "0")) {
+			log_warn("cluster: lease %" PRId64
+			         " expired (etcd was not reached in time)",
+			         C.lease);
+			C.lease = 0;
+			if (C.is_leader)
+				log_warn("cluster: this host no longer leads (its lease expired)");
+			C.is_leader = false;
+			if (!strcmp(C.leader, C.host_id))
+				C.leader[0] = '\0';
+			break;
+		}
+		if (r->sent_ms > C.heard_ms)
+			C.heard_ms = r->sent_ms;
+		break;
+	}
+	case TAG_CAMPAIGN:
+		C.campaigning = false;
+		if (!r->ok) {
+			etcd_failed(r);
+			break;
+		}
+		etcd_ok();
+		if (json_object_get_boolean(json_object_object_get(r->json, "succeeded"))) {
+			C.is_leader = true;
+			snprintf(C.leader, sizeof(C.leader), "%s", C.host_id);
+			log_info("cluster: this host leads %s (epoch %" PRIu64 ", writer %s)",
+			         C.name, C.epoch, C.topo_writer[0] ? C.topo_writer : "none");
+			if (C.topo_writer[0])
+				controller_hint_writer(C.ctl, C.topo_writer);
+			controller_refresh(C.ctl);
+		} else {
+			kvs_of(response0(r->json, "response_range"), false);
+		}
+		break;
+	case TAG_PUBLISH:
+		C.publishing = false;
+		if (!r->ok) {
+			etcd_failed(r);
+			break;
+		}
+		etcd_ok();
+		if (json_object_get_boolean(json_object_object_get(r->json, "succeeded"))) {
+			/* adopted now (unless the watch brought it first) */
+			if (C.pub)
+				adopt_topology(C.pub, "published here");
+			if (C.want && C.decision && !strcmp(C.want, C.decision)) {
+				free(C.want);
+				C.want = NULL;
+			}
+		} else {
+			log_warn("cluster: not published: this host no longer holds %s",
+			         C.k_leader);
+			C.is_leader = false;
+			kvs_of(response0(r->json, "response_range"), false);
+			if (!strcmp(C.leader, C.host_id))
+				C.leader[0] = '\0';
+			free(C.want);
+			C.want = NULL;
+		}
+		break;
+	case TAG_READ:
+		C.reading = false;
+		if (!r->ok) {
+			etcd_failed(r);
+			break;
+		}
+		etcd_ok();
+		kvs_of(r->json, true);
+		break;
+	}
+	fence_eval();
+	step();
+}
+
+static void on_etcd(void *arg, const struct etcd_reply *r)
+{
+	struct json_object *evs;
+	size_t n;
+
+	switch (r->kind) {
+	case ETCD_REPLY:
+		on_reply(r);
+		return;
+	case ETCD_WATCH_UP:
+		log_info("cluster: watching %s on %s", C.k_prefix, r->endpoint);
+		C.watch_up = true;
+		read_all(); /* what changed while it was down */
+		break;
+	case ETCD_WATCH_DOWN:
+		if (C.watch_up)
+			log_warn("cluster: the watch on etcd is down: %s", r->error);
+		if (C.watch_up)
+			C.watch_down_ms = now_ms();
+		C.watch_up = false;
+		break;
+	case ETCD_WATCH_EVENT:
+		if (!json_object_object_get_ex(r->json, "events", &evs))
+			break;
+		n = json_object_array_length(evs);
+		for (size_t i = 0; i < n; i++) {
+			struct json_object *ev = json_object_array_get_idx(evs, i), *kv;
+			const char *type = jstr(ev, "type");
+			if (json_object_object_get_ex(ev, "kv", &kv))
+				on_kv(kv, type && !strcmp(type, "DELETE"));
+		}
+		break;
+	}
+	fence_eval();
+	step();
+}
+
+static void on_tick(struct evloop *l, uint64_t id, void *arg)
+{
+	C.tick = evloop_add_timer(l, C.tick_ms, on_tick, NULL);
+	if (!C.tick)
+		log_error("cluster: no timer: the lease is not renewed");
+	/* A renewal stuck on a member that does not answer: the watch on it is
+	 * likely stuck too. */
+	if (C.fence == FENCE_SILENT && C.watch_up)
+		etcd_watch_restart(C.e);
+	fence_eval();
+	step();
+}
+
+/* ---- the service ---- */
+
+static void cl_stop(struct daemon_ctx *d, bool keep);
+
+static int cl_start(struct daemon_ctx *d, char *err, size_t errlen)
+{
+	const struct config *cfg = d->cfg;
+	unsigned timeout;
+
+	memset(&C, 0, sizeof(C));
+	if (!cfg->cluster)
+		return 0;
+	C.on = true;
+	C.d = d;
+	C.ctl = d->controller;
+	snprintf(C.host_id, sizeof(C.host_id), "%s", cfg->cluster_host_id);
+	snprintf(C.name, sizeof(C.name), "%s", cfg->cluster_name);
+	snprintf(C.k_prefix, sizeof(C.k_prefix), "/mysteer/%s/", C.name);
+	etcd_prefix_end(C.k_prefix, C.k_end, sizeof(C.k_end));
+	snprintf(C.k_leader, sizeof(C.k_leader), "%sleader", C.k_prefix);
+	snprintf(C.k_topo, sizeof(C.k_topo), "%stopology", C.k_prefix);
+	C.lease_ms = (unsigned)cfg->cluster_lease_ms;
+	C.fence_ms = (unsigned)cfg->cluster_fence_after_ms;
+	C.tick_ms = (C.lease_ms < C.fence_ms ? C.lease_ms : C.fence_ms) / 10;
+	C.tick_ms = C.tick_ms < 20 ? 20 : C.tick_ms > 200 ? 200 : C.tick_ms;
+	C.fence = FENCE_NO_LEASE;
+	snprintf(C.fence_why, sizeof(C.fence_why), "no lease from etcd yet");
+	C.watch_down_ms = now_ms();
+	C.b64_leader = etcd_b64(C.k_leader, strlen(C.k_leader));
+	C.b64_host = etcd_b64(C.host_id, strlen(C.host_id));
+	if (!C.b64_leader || !C.b64_host) {
+		snprintf(err, errlen, "cluster: out of memory");
+		goto fail;
+	}
+	timeout = C.lease_ms / 3;
+	timeout = timeout < 200 ? 200 : timeout > 2000 ? 2000 : timeout;
+	C.e = etcd_new(d->loop, cfg->cluster_etcd, timeout, on_etcd, NULL, err, errlen);
+	if (!C.e)
+		goto fail;
+	if (etcd_watch(C.e, C.k_prefix, C.k_end) < 0) {
+		snprintf(err, errlen, "cluster: cannot start the watch");
+		goto fail;
+	}
+	C.tick = evloop_add_timer(d->loop, C.tick_ms, on_tick, NULL);
+	if (!C.tick) {
+		snprintf(err, errlen, "cluster: no timer");
+		goto fail;
+	}
+	controller_set_filter(C.ctl, filter, NULL);
+	log_info("cluster: %s as host %s, etcd %s, lease %u ms, fence after %u ms; writes fenced "
+	         "until etcd answers",
+	         C.name, C.host_id, cfg->cluster_etcd, C.lease_ms, C.fence_ms);
+	step();
+	return 0;
+fail:
+	cl_stop(d, false);
+	return -1;
+}
+
+static void cl_stop(struct daemon_ctx *d, bool keep)
+{
+	if (!C.on)
+		return;
+	if (C.ctl)
+		controller_set_filter(C.ctl, NULL, NULL);
+	if (C.tick)
+		evloop_del_timer(d->loop, C.tick);
+	etcd_free(C.e);
+	free(C.b64_leader);
+	free(C.b64_host);
+	free(C.want);
+	free(C.pub);
+	free(C.decision);
+	json_object_put(C.topo);
+	memset(&C, 0, sizeof(C));
+}
+
+static void cl_reload(struct daemon_ctx *d, const struct config *cfg)
+{
+	if (cfg->cluster != C.on || (C.on && (strcmp(cfg->cluster_host_id, C.host_id) ||
+	                                      strcmp(cfg->cluster_name, C.name))))
+		log_warn("cluster: [cluster] changes take effect at the next start, not on reload");
+}
+
+static void cl_status(struct json_object *root)
+{
+	struct json_object *o;
+
+	if (!C.on)
+		return;
+	o = json_object_new_object();
+	if (!o)
+		return;
+	json_object_object_add(o, "name", json_object_new_string(C.name));
+	json_object_object_add(o, "host_id", json_object_new_string(C.host_id));
+	json_object_object_add(o, "leader", C.leader[0] ? json_object_new_string(C.leader) : NULL);
+	json_object_object_add(o, "role",
+	                       json_object_new_string(C.is_leader ? "leader" : "follower"));
+	json_object_object_add(o, "epoch", json_object_new_int64((int64_t)C.epoch));
+	json_object_object_add(o, "writer",
+	                       C.topo_writer[0] ? json_object_new_string(C.topo_writer) : NULL);
+	json_object_object_add(o, "fenced", json_object_new_boolean(C.fence != FENCE_NONE));
+	json_object_object_add(o, "fence_reason",
+	                       C.fence != FENCE_NONE ? json_object_new_string(C.fence_why) : NULL);
+	json_object_object_add(o, "lease", json_object_new_int64(C.lease));
+	json_object_object_add(o, "etcd_error",
+	                       C.etcd_error[0] ? json_object_new_string(C.etcd_error) : NULL);
+	json_object_object_add(o, "watch", json_object_new_boolean(C.watch_up));
+	json_object_object_add(root, "cluster", o);
+}
+
+const struct service_ops cluster_service = {
+    .name = "cluster",
+    .start = cl_start,
+    .reload = cl_reload,
+    .stop = cl_stop,
+    .status_json = cl_status,
+};
