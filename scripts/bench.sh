@@ -8,7 +8,10 @@
 # the veth pair, client in that namespace; the like-for-like baseline of the
 # relay) and every mysteer path that exists when the bench runs: steer
 # (cgroup connect4), lookup (sk_lookup local handoff), relay (sk_lookup to
-# mysteerd's relay, local_handoff = off) and proxy (the 6450 protocol proxy).
+# mysteerd's relay, local_handoff = off), proxy (the 6450 protocol proxy) and
+# proxy_tls (the same proxy with sysbench's clients on TLS, --mysql-ssl=on:
+# the cost of TLS side by side; sysbench workloads only, ps8 alone in
+# BENCH_QUICK, since connrate speaks no TLS).
 # A path whose mysteerd part does not work is reported "not built", never
 # measured through something else.
 #
@@ -93,7 +96,7 @@ else
 	OUT=""
 	IDLE_CONNS=10000
 fi
-ALL_PATHS="haproxy haproxy_veth steer lookup relay proxy"
+ALL_PATHS="haproxy haproxy_veth steer lookup relay proxy proxy_tls"
 PATHS=${BENCH_PATHS:-$ALL_PATHS}
 # A partial run (some paths or workloads only) must not replace the full
 # run's tables: it publishes the way the quick run does (under $BUILD/bench
@@ -287,7 +290,7 @@ path_port() { # path -> the rw port a client of that path connects to
 	direct) echo $WRITER ;;
 	haproxy | haproxy_veth) echo 16446 ;;
 	steer | lookup | relay) echo 6446 ;;
-	proxy) echo 6450 ;;
+	proxy | proxy_tls) echo 6450 ;;
 	esac
 }
 
@@ -467,6 +470,9 @@ write_daemon_conf() { # file dir cgroup local_handoff backend_host
 		priority = 300
 		[user:app]
 		password = app
+		[proxy]
+		tls_cert = $SANDBOX_DIR/tls/server-cert.pem
+		tls_key = $SANDBOX_DIR/tls/server-key.pem
 	EOF
 }
 
@@ -505,12 +511,16 @@ setup_mysteerd() {
 		CGROUP=$cg2/mysteer-bench-$$
 		mkdir "$CGROUP" || CGROUP=""
 	fi
-	mkdir -p "$d"
+	mkdir -p "$d" "$SCRATCH/sbssl"
+	# the proxy_tls path's client files (the sandbox's test CA)
+	cp "$SANDBOX_DIR/tls/client-key.pem" "$SANDBOX_DIR/tls/client-cert.pem" "$SCRATCH/sbssl/" &&
+		cp "$SANDBOX_DIR/tls/ca.pem" "$SCRATCH/sbssl/cacert.pem" ||
+		say "no sandbox certificates: proxy_tls will not be built"
 	write_daemon_conf "$d/mysteer.conf" "$d" "$CGROUP" on 127.0.0.1
 	chmod 600 "$d/mysteer.conf"
 	"$BUILD/mysteerd" -c "$d/mysteer.conf" -f >"$d/log" 2>&1 &
 	PIDS+=($!)
-	ROUTER_PID[steer]=$! ROUTER_PID[lookup]=$! ROUTER_PID[proxy]=$!
+	ROUTER_PID[steer]=$! ROUTER_PID[lookup]=$! ROUTER_PID[proxy]=$! ROUTER_PID[proxy_tls]=$!
 	if wait_writer "$d"; then
 		MAIN_DAEMON=1
 	else
@@ -566,11 +576,20 @@ check_path() { # path -> 0 when usable; prints the reason otherwise
 	local path=$1 port got held n m
 	port=$(path_port "$path")
 	case "$path" in
-	steer | lookup | proxy) [ $MAIN_DAEMON = 1 ] || { echo "mysteerd not running"; return 1; } ;;
+	steer | lookup | proxy | proxy_tls) [ $MAIN_DAEMON = 1 ] || { echo "mysteerd not running"; return 1; } ;;
 	relay) [ $RELAY_DAEMON = 1 ] || { echo "relay mysteerd not running"; return 1; } ;;
 	haproxy_veth) [ $HAPROXY_VETH = 1 ] || { echo "no HAProxy in the relay namespace"; return 1; } ;;
 	esac
 	[ "$path" = steer ] && [ -z "$CGROUP" ] && { echo "no cgroup"; return 1; }
+	if [ "$path" = proxy_tls ]; then
+		# the client's TLS session to 6450, the server's certificate verified
+		got=$(mariadb --no-defaults -h127.0.0.1 -P"$port" -uapp -papp --connect-timeout=3 \
+			--ssl --ssl-ca="$SANDBOX_DIR/tls/ca.pem" --ssl-verify-server-cert -e status 2>&1 |
+			awk -F'\t+' '/^SSL:/ {print $2}')
+		grep -q "Cipher in use" <<<"$got" && [ -s "$SCRATCH/sbssl/cacert.pem" ] && return 0
+		echo "no TLS session through $port ('${got:-no answer}')"
+		return 1
+	fi
 	if [ "$path" = proxy ]; then
 		got=$(ask "$path" "$port" "SELECT @@port")
 		case "$got" in 3306 | 3307 | 3308) return 0 ;; esac
@@ -625,13 +644,16 @@ check_path() { # path -> 0 when usable; prints the reason otherwise
 
 # Prints "qps tps avg_ms p99_ms errors queries" of one sysbench run.
 run_sysbench() { # path test threads seconds [extra args]
-	local path=$1 test=$2 threads=$3 secs=$4 port out
+	local path=$1 test=$2 threads=$3 secs=$4 port out dir=. ssl=()
 	shift 4
 	port=$(path_port "$path")
-	out=$(client "$path" sysbench "$test" --db-driver=mysql --mysql-host=127.0.0.1 \
+	# sysbench 1.0's --mysql-ssl=on takes client-key.pem, client-cert.pem
+	# and cacert.pem from its working directory
+	[ "$path" = proxy_tls ] && dir=$SCRATCH/sbssl ssl=(--mysql-ssl=on)
+	out=$(cd "$dir" && client "$path" sysbench "$test" --db-driver=mysql --mysql-host=127.0.0.1 \
 		--mysql-port="$port" --mysql-user=app --mysql-password=app --mysql-db=sbtest \
 		--tables=$TABLES --table-size=$ROWS --threads="$threads" --time="$secs" \
-		--percentile=99 --report-interval=0 --rand-type=uniform "$@" run 2>&1)
+		--percentile=99 --report-interval=0 --rand-type=uniform "${ssl[@]}" "$@" run 2>&1)
 	local rc=$?
 	echo "$out" >>"$SCRATCH/sysbench.log"
 	[ $rc -eq 0 ] || return 1
@@ -947,6 +969,10 @@ main() {
 		meta "loadavg_round_$round" "$(cut -d' ' -f1-3 /proc/loadavg)"
 		for wl in $WORKLOADS; do
 			for path in "${paths[@]}"; do
+				if [ "$path" = proxy_tls ]; then
+					[ "$wl" = conn4 ] && continue # connrate speaks no TLS
+					[ "$QUICK" = 1 ] && [ "$wl" != ps8 ] && continue
+				fi
 				measure "$path" "$wl" "$round"
 			done
 		done

@@ -16,7 +16,7 @@ BEGIN {
 	wl_title["ps1"] = "oltp_point_select, 1 thread (latency)"
 	wl_title["conn4"] = "connect, SELECT 1, close (connrate), 4 threads"
 	nwl = split("ps8 ro8 rw8 ps1 conn4", wl_order, " ")
-	npall = split("direct haproxy haproxy_veth steer lookup relay proxy", path_order, " ")
+	npall = split("direct haproxy haproxy_veth steer lookup relay proxy proxy_tls", path_order, " ")
 	path_desc["direct"] = "client -> server port"
 	path_desc["haproxy"] = "HAProxy 2.6, TCP mode (16446), loopback, same namespace as client and servers"
 	path_desc["haproxy_veth"] = "the same HAProxy where the relay's mysteerd is: relay namespace, servers across the veth pair"
@@ -24,6 +24,7 @@ BEGIN {
 	path_desc["lookup"] = "sk_lookup local handoff (6446)"
 	path_desc["relay"] = "sk_lookup + mysteerd relay (6446, local_handoff = off), relay namespace, servers across the veth pair"
 	path_desc["proxy"] = "mysteerd 6450 protocol proxy"
+	path_desc["proxy_tls"] = "the same 6450 proxy, clients on TLS (sysbench --mysql-ssl=on; backends plain)"
 }
 
 /^# / {
@@ -306,6 +307,8 @@ END {
 	target("6450", "6450 proxy, oltp_point_select 8 thr vs HAProxy", "proxy", "haproxy", "ps8", "qps", "ref", 1.3)
 	target("6450", "6450 proxy, oltp_read_only 8 thr vs HAProxy", "proxy", "haproxy", "ro8", "qps", "ref", 1.3)
 	target("6450", "6450 proxy, connection storm (4 thr) vs direct", "proxy", "direct", "conn4", "conns_per_s", "ref", 1.5)
+	target("6450", "6450 proxy with client TLS, oltp_point_select 8 thr vs plain 6450 (the cost of TLS)", "proxy_tls", "proxy", "ps8", "qps", "ref", 0.9)
+	target("6450", "6450 proxy with client TLS: router CPU per point select (8 thr) vs plain 6450", "proxy_tls", "proxy", "ps8", "router_us_per_q", "ref", 1.2)
 	if ("rss_mb" in idle)
 		printf "| 6450 | 6450 proxy, 10,000 idle clients: daemon RSS ≤ 400 MB | %s MB with %s clients open | %s |\n", \
 			idle["rss_mb"], idle["idle_conns"], \
