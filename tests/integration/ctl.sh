@@ -2,6 +2,7 @@
 # ctl.sh - mysteerctl against a real mysteerd and sandbox: the status table
 # and JSON, every change command, their survival across a restart and a
 # reload, reset, the exit-code contract, exec into the steered cgroup,
+# version, uptime, each backend's last change and traffic rates,
 # backend ids reused (and a 6450 least_conn session's count across that),
 # and maps with the daemon down. Runs in its own namespaces (lib.sh).
 . "$(dirname "$0")/lib.sh"
@@ -36,6 +37,42 @@ json=$(ctl status --json)
 check_eq "status --json is one line" 1 "$(printf '%s\n' "$json" | wc -l)"
 check_eq "status --json has writer, backends, routes and no ok" "db1 3 3 False" \
 	"$(echo "$json" | json_get "d['writer'], len(d['backends']), len(d['routes']), 'ok' in d" | tr -d "(),'")"
+
+# --- status: version, uptime, last changes, traffic rates ----------------------
+check "status --json has a version" [ -n "$(status_json | json_get "d['version']")" ]
+check "status --json has an uptime" python3 -c "import sys; assert $(status_json | json_get "d['uptime_s']") >= 0"
+check "the status table starts with the version and uptime" grep -qE '^mysteerd .+, up [0-9]+' "$T/table"
+db1_change=$(status_json | json_get "[b['last_change']['what'] for b in d['backends'] if b['name']=='db1'][0]")
+check "db1's last change: it became the writer ($db1_change)" grep -q -- '-> writer' <<<"$db1_change"
+ctl drain db2 >/dev/null
+check_eq "drain db2 is db2's last change" "enabled -> drained (an operator)" \
+	"$(status_json | json_get "[b['last_change']['what'] for b in d['backends'] if b['name']=='db2'][0]")"
+ctl status >"$T/table2"
+check "the table shows it with its age" grep -qE '^db2 .* [0-9]+s ago: enabled -> drained \(an operator\)$' "$T/table2"
+ctl enable db2 >/dev/null
+# Traffic: connections steered to 6446 (db1), 6450 statements, one an error.
+for i in $(seq 1 20); do
+	ctl exec -- mariadb --no-defaults -h127.0.0.1 -P6446 -uapp -papp -N -B -e 'SELECT 1' >/dev/null 2>&1
+done
+{ for i in $(seq 1 50); do echo "SELECT 1;"; done; echo "SELECT * FROM no_such_table_here;"; } |
+	mariadb --no-defaults -h127.0.0.1 -P6450 -uapp -papp -N -B --force >/dev/null 2>&1
+# One status read sees every rate (the window moves between two reads).
+traffic_seen() {
+	status_json >"$T/rates.json"
+	python3 - "$T/rates.json" <<'PY'
+import json, sys
+b = {x['name']: x['traffic'] or {} for x in json.load(open(sys.argv[1]))['backends']}
+tot = lambda k: sum(t.get(k) or 0 for t in b.values())
+ok = (b['db1'].get('connections_per_s') or 0) > 0 and tot('statements_per_s') > 0 \
+    and tot('errors_per_s') > 0 and any(t.get('p99_ms') is not None for t in b.values())
+sys.exit(0 if ok else 1)
+PY
+}
+ms=$(wait_until 15 traffic_seen)
+check "status shows db1's connections/s, statements/s, errors/s and a p99 (${ms} ms)" traffic_seen
+measured "traffic: $(json_get "[(b['name'], b['traffic']) for b in d['backends']]" <"$T/rates.json")"
+ctl status >"$T/table3"
+check "the table has the traffic section" grep -q '^NAME  *CONN/S  *STMT/S  *ERR/S  *P99  *LAST CHANGE$' "$T/table3"
 
 # --- exit codes -----------------------------------------------------------------
 check_eq "unknown backend: exit 1" 1 "$(rc_of drain nosuch)"

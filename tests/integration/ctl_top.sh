@@ -21,6 +21,10 @@ check "db1 is the writer" writer_is db1
 # Connects to 6446 for the whole test, a few a second.
 itest_bg incg "$PEER" count 127.0.0.1 6446 100000 50 >"$T/count.out" 2>&1
 
+# And 6450 statements, ten a second, on one session.
+itest_bg bash -c 'for i in $(seq 1 900); do echo "SELECT 1;"; sleep 0.1; done |
+	mariadb --no-defaults -h127.0.0.1 -P6450 -uapp -papp -N -B >/dev/null 2>&1'
+
 tm new-session -d -s top -x 120 -y 30 \
 	"$MYSTEERCTL --socket $T/admin.sock top; echo \"top exit \$?\"; stty -a | grep -o ' icanon '; sleep 30"
 screen() { tm capture-pane -p -t top; }
@@ -32,7 +36,11 @@ check "every backend is on the screen" bash -c "[ \$(tmux -S '$T/tmux.sock' capt
 steering() { screen | awk '$1 == "db1" && $6 != "-" && $6 + 0 > 0 {f = 1} END {exit !f}'; }
 ms=$(wait_until 30 steering)
 check "db1's STEERED/s is not zero while 6446 connects flow (${ms} ms)" steering
-measured "$(screen | grep -E '^(BACKEND|db1)' | tr -s ' ' | tr '\n' '|')"
+check "the header has STMT/s and P99" shows 'OPENED/s +STMT/s +P99$'
+statements() { screen | awk '$1 ~ /^db/ && $11 != "-" && $11 + 0 > 0 && $12 ~ /ms$/ {f = 1} END {exit !f}'; }
+ms=$(wait_until 30 statements)
+check "a backend shows 6450 STMT/s and a P99 while statements flow (${ms} ms)" statements
+measured "$(screen | grep -E '^(BACKEND|db[123])' | tr -s ' ' | tr '\n' '|')"
 tm send-keys -t top q
 ended() { shows '^top exit 0'; }
 ms=$(wait_until 10 ended)

@@ -2,7 +2,8 @@
  * test_metrics.c - the metrics registry and its two renderings: the
  * Prometheus text format (HELP/TYPE lines, escapes of label values and help,
  * histogram buckets, numbers) and the JSON of `mysteerctl status --json`,
- * which must carry the same figures; bounded label sets; collectors.
+ * which must carry the same figures; bounded label sets; collectors; a
+ * series read back without making it.
  */
 #include <check.h>
 #include <json-c/json.h>
@@ -226,6 +227,36 @@ START_TEST(bounded)
 }
 END_TEST
 
+START_TEST(read_back)
+{
+	struct metrics *m = metrics_new();
+	const char *const be[] = {"backend", NULL};
+	const char *const db1[] = {"db1", NULL}, *const db9[] = {"db9", NULL};
+	const double le[] = {0.001, 0.01, 0.1};
+	struct metric_reading r;
+
+	struct metric_family *c = metrics_family(m, METRIC_COUNTER, "t_total", "h", be, NULL, 0, 0);
+	struct metric_family *h =
+	    metrics_family(m, METRIC_HISTOGRAM, "t_seconds", "h", be, le, 3, 0);
+	metric_add(metric_at(c, "db1"), 5);
+	metric_observe(metric_at(h, "db1"), 0.005);
+	metric_observe(metric_at(h, "db1"), 0.5);
+	ck_assert(metrics_read(m, "t_total", db1, &r));
+	ck_assert(r.value == 5);
+	ck_assert(metrics_read(m, "t_seconds", db1, &r));
+	ck_assert(r.value == 2);
+	ck_assert_uint_eq(r.nbuckets, 3);
+	ck_assert_uint_eq(r.counts[1], 1);               /* 0.005 <= 0.01 */
+	ck_assert_uint_eq(r.counts[3], 1);               /* past every bound */
+	ck_assert(!metrics_read(m, "t_total", db9, &r)); /* not made by reading */
+	ck_assert(!metrics_read(m, "nope_total", db1, &r));
+	char *text = metrics_render_text(m, NULL);
+	ck_assert_ptr_null(strstr(text, "db9"));
+	free(text);
+	metrics_free(m);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("metrics");
@@ -235,6 +266,7 @@ int main(void)
 	tcase_add_test(tc, collected);
 	tcase_add_test(tc, registration);
 	tcase_add_test(tc, bounded);
+	tcase_add_test(tc, read_back);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -21,8 +21,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "admin/traffic.h"
 #include "common/evloop.h"
 #include "common/io.h"
 #include "common/log.h"
@@ -40,7 +42,9 @@ struct admin {
 	size_t nretired;
 	struct conn *conns; /* open client connections, newest first, freed by admin_free */
 	size_t nconns;
-	uint64_t idle_ms; /* ADMIN_IDLE_MS (MYSTEER_TEST_ADMIN_IDLE_MS) */
+	uint64_t idle_ms;        /* ADMIN_IDLE_MS (MYSTEER_TEST_ADMIN_IDLE_MS) */
+	struct traffic *traffic; /* each backend's rates (traffic.h) */
+	uint64_t traffic_timer;
 };
 
 /* The figures of the topology and of reloads (common/metrics.h): the
@@ -256,6 +260,77 @@ static json_object *addr_json(const struct topo_backend *b)
 	return a ? jstr(a) : NULL;
 }
 
+static int64_t realtime_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* {"what": "up -> down: <reason>", "at_ms": T, "age_s": S}, null before any. */
+static json_object *last_change_json(const struct topo_backend *b)
+{
+	if (!b->last_change_ms)
+		return NULL;
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "what", jstr(b->last_change));
+	json_object_object_add(o, "at_ms", json_object_new_int64(b->last_change_ms));
+	json_object_object_add(
+	    o, "age_s",
+	    json_object_new_double((double)(realtime_ms() - b->last_change_ms) / 1000.0));
+	return o;
+}
+
+static json_object *traffic_json(struct admin *a, const struct topo_backend *b)
+{
+	struct traffic_rates r;
+
+	if (!a->traffic || !traffic_rates(a->traffic, b->name, &r))
+		return NULL;
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "window_s", json_object_new_double(r.window_s));
+	json_object_object_add(o, "connections_per_s", json_object_new_double(r.connections_per_s));
+	json_object_object_add(o, "statements_per_s", json_object_new_double(r.statements_per_s));
+	json_object_object_add(o, "errors_per_s", json_object_new_double(r.errors_per_s));
+	json_object_object_add(o, "p99_ms", r.has_p99 ? json_object_new_double(r.p99_ms) : NULL);
+	return o;
+}
+
+/* Connections the kernel paths and the relay steered to a backend. The
+ * proxy's own count is of its statements, which the rates read from the
+ * registry instead. */
+static uint64_t connections_steered(struct admin *a, uint32_t id)
+{
+	struct backend_counters bc = {0};
+
+	for (size_t i = 0; i < a->env.nservices; i++) {
+		const struct service_ops *s = a->env.services[i];
+
+		if (s && s->backend_counters && strcmp(s->name, "proxy") != 0)
+			s->backend_counters(id, &bc);
+	}
+	return bc.steered;
+}
+
+/* Once a second: a reading of every backend's counters for the rates. */
+static void on_traffic_tick(struct evloop *l, uint64_t id, void *arg)
+{
+	struct admin *a = arg;
+	struct topology *t = controller_snapshot(a->env.ctl);
+	int64_t now = realtime_ms();
+
+	a->traffic_timer = evloop_add_timer(l, 1000, on_traffic_tick, a);
+	if (!t)
+		return;
+	traffic_begin(a->traffic);
+	for (size_t i = 0; i < t->nbackends; i++)
+		traffic_sample(a->traffic, t->backends[i].name,
+		               connections_steered(a, t->backends[i].id), now);
+	traffic_end(a->traffic);
+	topo_put(t);
+}
+
 static json_object *backend_json(struct admin *a, const struct topo_backend *b)
 {
 	json_object *o = json_object_new_object();
@@ -283,6 +358,8 @@ static json_object *backend_json(struct admin *a, const struct topo_backend *b)
 	json_object_object_add(o, "connect_failures",
 	                       json_object_new_int64((int64_t)bc.connect_failures));
 	json_object_object_add(o, "demoted", json_object_new_boolean(b->demoted));
+	json_object_object_add(o, "last_change", last_change_json(b));
+	json_object_object_add(o, "traffic", traffic_json(a, b));
 	json_object_object_add(o, "extra_writable", json_object_new_boolean(b->extra_writable));
 	return o;
 }
@@ -363,6 +440,11 @@ json_object *admin_status_json(struct admin *a)
 		return root;
 	}
 	json_object_object_add(root, "ok", json_object_new_boolean(1));
+	json_object_object_add(root, "version", jstr(a->env.version ? a->env.version : "unknown"));
+	json_object_object_add(root, "started_ms", json_object_new_int64(a->env.started_ms));
+	json_object_object_add(
+	    root, "uptime_s",
+	    json_object_new_double((double)(realtime_ms() - a->env.started_ms) / 1000.0));
 	json_object_object_add(root, "writer",
 	                       t->writer >= 0 ? jstr(t->backends[t->writer].name) : NULL);
 	const struct topology *pub = topo_current();
@@ -830,7 +912,15 @@ struct admin *admin_new(const struct admin_env *env, char *err, size_t errlen)
 		free(a);
 		return NULL;
 	}
+	a->traffic = traffic_new(metrics_global());
+	if (a->traffic)
+		a->traffic_timer = evloop_add_timer(a->env.d->loop, 1000, on_traffic_tick, a);
+	if (!a->traffic || !a->traffic_timer)
+		log_warn("admin socket: out of memory: status shows no traffic rates");
 	if (open_socket(a, err, errlen) < 0) {
+		if (a->traffic_timer)
+			evloop_del_timer(a->env.d->loop, a->traffic_timer);
+		traffic_free(a->traffic);
 		metrics_remove_collector(metrics_global(), collect, a);
 		if (a->lfd >= 0)
 			close(a->lfd);
@@ -845,6 +935,9 @@ void admin_free(struct admin *a)
 	if (!a)
 		return;
 	metrics_remove_collector(metrics_global(), collect, a);
+	if (a->traffic_timer)
+		evloop_del_timer(a->env.d->loop, a->traffic_timer);
+	traffic_free(a->traffic);
 	while (a->conns)
 		conn_close(a->conns);
 	if (a->lfd >= 0) {

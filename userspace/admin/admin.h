@@ -22,6 +22,8 @@ struct admin_env {
 	struct state_overlay *ov;
 	const struct service_ops *const *services;
 	size_t nservices;
+	const char *version; /* shown by status */
+	int64_t started_ms;  /* CLOCK_REALTIME ms the daemon started */
 };
 
 /* Opens the socket (creating its directory) and serves it on env->d->loop. */

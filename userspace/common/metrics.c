@@ -422,6 +422,40 @@ double metric_value(const struct metric_series *s)
 	return u2d(atomic_load_explicit(&s->value, memory_order_relaxed));
 }
 
+bool metrics_read(struct metrics *m, const char *name, const char *const *values,
+                  struct metric_reading *out)
+{
+	bool found = false;
+
+	memset(out, 0, sizeof(*out));
+	if (!m || !name)
+		return false;
+	lock(m);
+	for (size_t i = 0; i < m->nfams && !found; i++) {
+		const struct metric_family *f = m->fams[i];
+
+		if (strcmp(f->name, name) != 0)
+			continue;
+		for (size_t j = 0; j < f->nseries && !found; j++) {
+			const struct metric_series *s = f->series[j];
+
+			if (!same_values(s, values, f->nlabels))
+				continue;
+			found = true;
+			out->value = metric_value(s);
+			if (f->type != METRIC_HISTOGRAM)
+				continue;
+			out->nbuckets = f->nbuckets;
+			memcpy(out->le, f->buckets, f->nbuckets * sizeof(f->buckets[0]));
+			for (size_t k = 0; k <= f->nbuckets; k++)
+				out->counts[k] =
+				    atomic_load_explicit(&s->counts[k], memory_order_relaxed);
+		}
+	}
+	unlock(m);
+	return found;
+}
+
 /* ---- collectors ---- */
 
 int metrics_add_collector(struct metrics *m, metrics_collect_fn fn, void *arg)

@@ -28,6 +28,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct json_object;
 struct metrics;
@@ -95,6 +96,20 @@ void metric_set(struct metric_series *s, double v); /* gauges, and collected cou
 void metric_observe(struct metric_series *s, double v);
 /* Current value (counter, gauge) or observation count (histogram). */
 double metric_value(const struct metric_series *s);
+
+/* A series' figures at one moment, for a reader that turns them into rates
+ * (the admin socket's traffic window). */
+struct metric_reading {
+	double value;    /* counter, gauge; histogram: the observation count */
+	size_t nbuckets; /* histogram: the bounds in le[]; counts has one more */
+	double le[METRIC_MAX_BUCKETS];
+	uint64_t counts[METRIC_MAX_BUCKETS + 1]; /* per bucket, not cumulative; last: +Inf */
+};
+/* Reads the series of `values` in the family called `name`, making neither
+ * (collectors are not run: a collected figure reads as of the last render).
+ * false when there is no such series. */
+bool metrics_read(struct metrics *m, const char *name, const char *const *values,
+                  struct metric_reading *out);
 
 int metrics_add_collector(struct metrics *m, metrics_collect_fn fn, void *arg);
 void metrics_remove_collector(struct metrics *m, metrics_collect_fn fn, void *arg);

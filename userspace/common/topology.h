@@ -69,11 +69,13 @@ struct topo_backend {
 	bool replicating; /* IO and SQL threads running */
 	bool has_lag;     /* lag_s valid: a replica with replication running */
 	double lag_s;
-	double probe_ms;       /* latency of the last good probe */
-	int64_t last_probe_ms; /* CLOCK_REALTIME ms of the last probe, 0 never */
-	char last_error[160];  /* why it is down, "" when up */
-	bool demoted;          /* was the writer until another server became it */
-	bool extra_writable;   /* writable, live, and not the writer: a warning */
+	double probe_ms;        /* latency of the last good probe */
+	int64_t last_probe_ms;  /* CLOCK_REALTIME ms of the last probe, 0 never */
+	char last_error[160];   /* why it is down, "" when up */
+	char last_change[200];  /* its last change of health, admin state or role, and why */
+	int64_t last_change_ms; /* CLOCK_REALTIME ms of that change, 0 none yet */
+	bool demoted;           /* was the writer until another server became it */
+	bool extra_writable;    /* writable, live, and not the writer: a warning */
 };
 
 struct topo_route {

@@ -559,6 +559,67 @@ static void print_backends(json_object *st, FILE *out, int64_t now_ms)
 	free(t.cells);
 }
 
+/* A duration as an operator reads it: 45s, 2m13s, 3h02m, 2d04h. */
+static void fmt_age(char *buf, size_t len, double s)
+{
+	long long t = s < 0 ? 0 : (long long)s;
+
+	if (t < 60)
+		snprintf(buf, len, "%llds", t);
+	else if (t < 3600)
+		snprintf(buf, len, "%lldm%02llds", t / 60, t % 60);
+	else if (t < 86400)
+		snprintf(buf, len, "%lldh%02lldm", t / 3600, t % 3600 / 60);
+	else
+		snprintf(buf, len, "%lldd%02lldh", t / 86400, t % 86400 / 3600);
+}
+
+static double jdouble(json_object *o, const char *key, double dflt)
+{
+	json_object *v;
+
+	if (!o || !json_object_object_get_ex(o, key, &v) ||
+	    !(json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)))
+		return dflt;
+	return json_object_get_double(v);
+}
+
+/* Each backend's rates over the daemon's window and its last change. */
+static void print_traffic(json_object *st, FILE *out)
+{
+	static const char *const head[] = {"NAME",  "CONN/S", "STMT/S",
+	                                   "ERR/S", "P99",    "LAST CHANGE"};
+	struct table t = {.cols = 6};
+	json_object *arr = table_of_array(st, "backends", head, &t);
+	double window = 0;
+
+	if (!arr)
+		return;
+	for (size_t i = 1; i < t.rows; i++) {
+		json_object *b = json_object_array_get_idx(arr, i - 1), *tr = NULL, *ch = NULL;
+		char age[32];
+
+		json_object_object_get_ex(b, "traffic", &tr);
+		json_object_object_get_ex(b, "last_change", &ch);
+		if (jdouble(tr, "window_s", 0) > window)
+			window = jdouble(tr, "window_s", 0);
+		cell(&t, i, 0, "%s", jstr(b, "name", "?"));
+		jnum(t.cells[i][1], sizeof(t.cells[i][1]), tr, "connections_per_s", "%.1f", "");
+		jnum(t.cells[i][2], sizeof(t.cells[i][2]), tr, "statements_per_s", "%.1f", "");
+		jnum(t.cells[i][3], sizeof(t.cells[i][3]), tr, "errors_per_s", "%.1f", "");
+		jnum(t.cells[i][4], sizeof(t.cells[i][4]), tr, "p99_ms", "%.1f", "ms");
+		if (!ch || json_object_is_type(ch, json_type_null)) {
+			cell(&t, i, 5, "none since start");
+			continue;
+		}
+		fmt_age(age, sizeof(age), jdouble(ch, "age_s", 0));
+		cell(&t, i, 5, "%s ago: %s", age, jstr(ch, "what", "?"));
+	}
+	fprintf(out, "\ntraffic over the last %.0f s (p99: the latency bucket's bound)\n", window);
+	print_table(&t, out);
+	free(t.cells);
+}
+
 static void print_routes(json_object *st, FILE *out)
 {
 	static const char *const head[] = {"ROUTE", "PORT", "ROLE", "TARGETS"};
@@ -659,6 +720,10 @@ void ctl_print_status(json_object *status, FILE *out, int64_t now_ms)
 {
 	json_object *w;
 
+	char up[32];
+
+	fmt_age(up, sizeof(up), jdouble(status, "uptime_s", 0));
+	fprintf(out, "mysteerd %s, up %s\n", jstr(status, "version", "?"), up);
 	fprintf(out, "writer: %s\n", jstr(status, "writer", "none"));
 	print_cluster(status, out);
 	if (json_object_object_get_ex(status, "warnings", &w) &&
@@ -667,6 +732,7 @@ void ctl_print_status(json_object *status, FILE *out, int64_t now_ms)
 			fprintf(out, "WARNING: %s\n",
 			        json_object_get_string(json_object_array_get_idx(w, i)));
 	print_backends(status, out, now_ms);
+	print_traffic(status, out);
 	fputc('\n', out);
 	print_routes(status, out);
 	print_pool(status, out);

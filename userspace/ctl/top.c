@@ -83,6 +83,19 @@ static void rate(char *buf, size_t len, int64_t now, const int64_t *before, doub
 		snprintf(buf, len, "%.1f", (double)(now - *before) / dt);
 }
 
+/* A number of the status's traffic object, or dflt when absent or null. */
+static void traffic_cell(char *buf, size_t len, json_object *tr, const char *key, const char *fmt,
+                         const char *dflt)
+{
+	json_object *v;
+
+	if (tr && json_object_object_get_ex(tr, key, &v) &&
+	    (json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int)))
+		snprintf(buf, len, fmt, json_object_get_double(v));
+	else
+		snprintf(buf, len, "%s", dflt);
+}
+
 /* One frame: a header, then a row per backend. Updates t's samples. */
 static void top_frame(struct top *t, json_object *st, FILE *out)
 {
@@ -97,8 +110,9 @@ static void top_frame(struct top *t, json_object *st, FILE *out)
 	json_object_object_get_ex(st, "pool", &pool);
 	fprintf(out, "\033[H\033[2Jmysteer top  %s  writer %s  (q quits)\n\n", clock,
 	        jtext(st, "writer", "none"));
-	fprintf(out, "%-12s %-7s %-8s %5s %7s %10s %8s %7s %5s %10s\n", "BACKEND", "ROLE", "STATE",
-	        "LAG", "ACTIVE", "STEERED/s", "FAILS/s", "IN_USE", "IDLE", "OPENED/s");
+	fprintf(out, "%-12s %-7s %-8s %5s %7s %10s %8s %7s %5s %10s %8s %8s\n", "BACKEND", "ROLE",
+	        "STATE", "LAG", "ACTIVE", "STEERED/s", "FAILS/s", "IN_USE", "IDLE", "OPENED/s",
+	        "STMT/s", "P99");
 	if (json_object_object_get_ex(st, "backends", &arr) &&
 	    json_object_is_type(arr, json_type_array))
 		n = json_object_array_length(arr);
@@ -109,7 +123,8 @@ static void top_frame(struct top *t, json_object *st, FILE *out)
 		const char *name = jtext(b, "name", "?");
 		const struct top_sample *was = find_prev(t, name);
 		struct top_sample *s = &next[i];
-		char steered[16], fails[16], opened[16], lag[16];
+		char steered[16], fails[16], opened[16], lag[16], stmts[16], p99[16];
+		json_object *tr = NULL;
 
 		if (pool)
 			json_object_object_get_ex(pool, name, &p);
@@ -124,10 +139,14 @@ static void top_frame(struct top *t, json_object *st, FILE *out)
 			snprintf(lag, sizeof(lag), "%llds", (long long)jint(b, "lag_s"));
 		else
 			snprintf(lag, sizeof(lag), "-");
-		fprintf(out, "%-12s %-7s %-8s %5s %7lld %10s %8s %7lld %5lld %10s\n", name,
+		/* 6450 statements: the daemon's rates over its traffic window */
+		json_object_object_get_ex(b, "traffic", &tr);
+		traffic_cell(stmts, sizeof(stmts), tr, "statements_per_s", "%.1f", "-");
+		traffic_cell(p99, sizeof(p99), tr, "p99_ms", "%.1fms", "-");
+		fprintf(out, "%-12s %-7s %-8s %5s %7lld %10s %8s %7lld %5lld %10s %8s %8s\n", name,
 		        jtext(b, "role", "-"), jtext(b, "state", "-"), lag,
 		        (long long)jint(b, "active"), steered, fails, (long long)jint(p, "in_use"),
-		        (long long)jint(p, "idle"), opened);
+		        (long long)jint(p, "idle"), opened, stmts, p99);
 	}
 	memcpy(t->prev, next, n * sizeof(next[0]));
 	t->nprev = n;

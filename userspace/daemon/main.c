@@ -400,7 +400,9 @@ static int run(struct daemon *dm, bool foreground)
 	                        .ctl = dm->ctl,
 	                        .ov = &dm->ov,
 	                        .services = services,
-	                        .nservices = NSERVICES};
+	                        .nservices = NSERVICES,
+	                        .version = metrics_process_version(),
+	                        .started_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000};
 	dm->admin = admin_new(&env, err, sizeof(err));
 	if (!dm->admin) {
 		log_error("admin socket: %s", err);

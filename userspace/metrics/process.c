@@ -95,6 +95,11 @@ int metrics_process_init(double start_realtime_s)
 	return metrics_add_collector(metrics_global(), collect, NULL);
 }
 
+const char *metrics_process_version(void)
+{
+	return MYSTEER_VERSION;
+}
+
 void metrics_process_stop(void)
 {
 	metrics_remove_collector(metrics_global(), collect, NULL);

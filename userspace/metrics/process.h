@@ -11,5 +11,7 @@
  * daemon started (seconds since the epoch). Returns 0, or -1 on no memory. */
 int metrics_process_init(double start_realtime_s);
 void metrics_process_stop(void);
+/* The version built (`git describe`), as mysteer_build_info shows it. */
+const char *metrics_process_version(void);
 
 #endif

@@ -329,7 +329,7 @@ struct bconn {
 	uint32_t backend_id;
 	uint32_t thread_id; /* the server's id of this connection (its handshake) */
 	char name[TOPO_NAME_MAX];
-	struct metric_series *m_stmts, *m_seconds; /* its figures (proxy_metrics_answered) */
+	struct metric_series *m_stmts, *m_errors, *m_seconds; /* proxy_metrics_answered */
 	bool writer;
 	struct buf in, out;
 	struct buf lout; /* login packets: go before out, which waits for B_READY */

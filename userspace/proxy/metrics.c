@@ -1,7 +1,8 @@
 /*
  * metrics.c - the 6450 proxy's statement figures in the metrics registry
  * (common/metrics.h): statements by the classifier's decision, statements
- * answered by each backend and the time a client waited for each, from the
+ * answered by each backend (and those it answered with an error) and the
+ * time a client waited for each, from the
  * moment the proxy had the statement to the end of its answer. The series of
  * a backend connection are looked up once and kept on it, so a statement
  * costs two atomic adds and a histogram bucket.
@@ -14,7 +15,7 @@
 
 static struct {
 	pthread_once_t once;
-	struct metric_family *decisions, *stmts, *seconds;
+	struct metric_family *decisions, *stmts, *errors, *seconds;
 	struct metric_series *by_tok[CLS_END + 1];
 	struct metric_series *sw[3];
 } M = {.once = PTHREAD_ONCE_INIT};
@@ -30,6 +31,9 @@ static void register_metrics(void)
 	                              decision, 0);
 	M.stmts = metrics_counter("mysteer_proxy_backend_statements_total",
 	                          "Statements of 6450 clients answered by the backend", backend, 0);
+	M.errors = metrics_counter("mysteer_proxy_backend_errors_total",
+	                           "Statements of 6450 clients the backend answered with an error",
+	                           backend, 0);
 	M.seconds =
 	    metrics_histogram("mysteer_proxy_statement_duration_seconds",
 	                      "Time from a statement's arrival at the 6450 proxy to the end "
@@ -83,9 +87,12 @@ void proxy_metrics_answered(struct client *c, struct bconn *b)
 	pthread_once(&M.once, register_metrics);
 	if (!b->m_stmts) {
 		b->m_stmts = metric_at(M.stmts, b->name);
+		b->m_errors = metric_at(M.errors, b->name);
 		b->m_seconds = metric_at(M.seconds, b->name);
 	}
 	metric_inc(b->m_stmts);
+	if (b->rt.saw_err)
+		metric_inc(b->m_errors);
 	if (c->cur_classified && c->cmd_t0_us)
 		metric_observe(b->m_seconds, (double)(now_us() - c->cmd_t0_us) / 1e6);
 }

@@ -24,6 +24,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +144,36 @@ static int64_t real_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* A change of a backend's health, admin state or role, kept as its last
+ * change (`mysteerctl status`). */
+static void backend_vnote(struct topo_backend *tb, const char *fmt, va_list ap)
+{
+	vsnprintf(tb->last_change, sizeof(tb->last_change), fmt, ap);
+	tb->last_change_ms = real_ms();
+}
+
+__attribute__((format(printf, 2, 3))) static void backend_note(struct topo_backend *tb,
+                                                               const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	backend_vnote(tb, fmt, ap);
+	va_end(ap);
+}
+
+/* The same, also logged as a line that starts with the backend's name. */
+__attribute__((format(printf, 3, 4))) static void
+backend_event(struct topo_backend *tb, enum log_level lvl, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	backend_vnote(tb, fmt, ap);
+	va_end(ap);
+	log_msg(lvl, "%s %s", tb->name, tb->last_change);
+}
+
 static struct cbe *find_id(struct controller *c, uint32_t id)
 {
 	for (size_t i = 0; i < c->nbe; i++)
@@ -211,10 +242,11 @@ static void on_tick(struct evloop *l, uint64_t id, void *arg)
 static void log_health(struct cbe *b, enum be_health from, const struct probe_result *r)
 {
 	if (b->tb.health == HEALTH_DOWN)
-		log_warn("%s %s -> down: %s", b->tb.name, topo_health_name(from), r->error);
+		backend_event(&b->tb, LOG_LVL_WARN, "%s -> down: %s", topo_health_name(from),
+		              r->error);
 	else
-		log_info("%s %s -> %s", b->tb.name, topo_health_name(from),
-		         topo_health_name(b->tb.health));
+		backend_event(&b->tb, LOG_LVL_INFO, "%s -> %s", topo_health_name(from),
+		              topo_health_name(b->tb.health));
 }
 
 static void on_probe(void *arg, const struct probe_result *r)
@@ -544,8 +576,9 @@ int controller_apply(struct controller *c, const struct config *cfg,
 		b->tb.priority = specs[i].priority;
 		b->tb.weight = specs[i].weight;
 		if (b->tb.admin != specs[i].admin)
-			log_info("%s %s -> %s", b->tb.name, topo_admin_name(b->tb.admin),
-			         topo_admin_name(specs[i].admin));
+			backend_event(&b->tb, LOG_LVL_INFO, "%s -> %s (an operator)",
+			              topo_admin_name(b->tb.admin),
+			              topo_admin_name(specs[i].admin));
 		b->tb.admin = specs[i].admin;
 		nb[i] = b;
 	}
@@ -756,11 +789,12 @@ static void log_roles(struct controller *c, const enum be_role *roles,
 		if (roles[i] != b->tb.role && roles[i] != ROLE_WRITER &&
 		    b->tb.role != ROLE_WRITER) {
 			if (reasons[i][0])
-				log_info("%s %s -> %s: %s", b->tb.name, topo_role_name(b->tb.role),
-				         topo_role_name(roles[i]), reasons[i]);
+				backend_event(&b->tb, LOG_LVL_INFO, "%s -> %s: %s",
+				              topo_role_name(b->tb.role), topo_role_name(roles[i]),
+				              reasons[i]);
 			else
-				log_info("%s %s -> %s", b->tb.name, topo_role_name(b->tb.role),
-				         topo_role_name(roles[i]));
+				backend_event(&b->tb, LOG_LVL_INFO, "%s -> %s",
+				              topo_role_name(b->tb.role), topo_role_name(roles[i]));
 		}
 		if (extra[i] && !b->warned_writable)
 			log_warn(
@@ -932,6 +966,12 @@ static void recompute(struct controller *c, bool force_publish)
 		else
 			log_info("writer %s -> %s", from, to);
 		metric_inc(metric_at(M.writer_changes, writer_change_reason(c, prev)));
+		if (prev >= 0)
+			backend_note(&c->be[prev]->tb, "writer -> %s (writer %s -> %s)",
+			             topo_role_name(roles[prev]), from, to);
+		if (ro.writer >= 0)
+			backend_note(&c->be[ro.writer]->tb, "%s -> writer (writer %s -> %s)",
+			             topo_role_name(c->be[ro.writer]->tb.role), from, to);
 	}
 	log_roles(c, roles, reasons, extra);
 	c->have_writer = ro.writer >= 0;
