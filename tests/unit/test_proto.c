@@ -821,6 +821,43 @@ START_TEST(sha2_password)
 }
 END_TEST
 
+START_TEST(change_user_parse)
+{
+	static const uint8_t full[] = "\x11"
+	                              "bob\0"
+	                              "\x03"
+	                              "abc"
+	                              "db1\0"
+	                              "\x2d\x00"
+	                              "caching_sha2_password\0";
+	static const uint8_t bare[] = "\x11"
+	                              "bob\0"
+	                              "\x00"
+	                              "\0";
+	struct change_user cu;
+	uint32_t caps = PROXY_CAPS;
+
+	ck_assert_int_eq(chu_parse(full, sizeof(full) - 1, caps, &cu), 0);
+	ck_assert_str_eq(cu.user, "bob");
+	ck_assert_uint_eq(cu.auth_len, 3);
+	ck_assert_mem_eq(cu.auth, "abc", 3);
+	ck_assert_str_eq(cu.db, "db1");
+	ck_assert(cu.has_charset);
+	ck_assert_uint_eq(cu.charset, 45);
+	ck_assert_str_eq(cu.plugin, SHA2_PLUGIN);
+	ck_assert_int_eq(chu_parse(bare, sizeof(bare) - 1, caps, &cu), 0);
+	ck_assert_str_eq(cu.user, "bob");
+	ck_assert_uint_eq(cu.auth_len, 0);
+	ck_assert_str_eq(cu.db, "");
+	ck_assert(!cu.has_charset);
+	ck_assert_str_eq(cu.plugin, "");
+	/* cut anywhere before the schema: malformed */
+	for (size_t n = 0; n < 9; n++)
+		ck_assert_int_eq(chu_parse(full, n, caps, &cu), -1);
+	ck_assert_int_eq(chu_parse((const uint8_t *)"\x03x", 2, caps, &cu), -1);
+}
+END_TEST
+
 START_TEST(auth_switch)
 {
 	uint8_t buf[64], scr[SCRAMBLE_LEN], got[SCRAMBLE_LEN];
@@ -868,6 +905,7 @@ int main(void)
 	tcase_add_test(tc, auth_switch);
 	tcase_add_test(tc, resp_local_infile);
 	tcase_add_test(tc, sha2_password);
+	tcase_add_test(tc, change_user_parse);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -178,7 +178,7 @@ static uint8_t reply_seq(const struct client *c)
 	/* the SSLRequest took one sequence id before the handshake response */
 	uint8_t tls = c->tls ? 1 : 0;
 
-	if (c->st == C_SHA2)
+	if (c->st == C_SHA2 || (c->st == C_SWITCH && c->chu_prev))
 		return c->auth_seq;
 	return c->st == C_HANDSHAKE ? 2 + tls : c->st == C_SWITCH ? 4 + tls : 1;
 }
@@ -441,6 +441,36 @@ static void cmd_stmt_reset(struct client *c, const uint8_t *p, size_t n)
 	client_ok(c, 1);
 }
 
+/*
+ * COM_RESET_CONNECTION, and COM_CHANGE_USER before it authenticates: the
+ * session's backend connections close (fresh ones are the most faithful
+ * reset: the server rolls back the transaction and drops the temporary
+ * tables, variables and statements), its history, transaction state and
+ * prepared statements go, as a server's reset.
+ */
+static void session_reset(struct client *c)
+{
+	if (c->wconn)
+		bconn_free(c->wconn);
+	if (c->rconn)
+		bconn_free(c->rconn);
+	hist_clear(c);
+	c->in_trans = c->ro_trans = c->autocommit_off = c->pin_writer = false;
+	c->sw_only_begin = c->sw_replay_begin = false;
+	c->pin_why = NULL;
+	/* as a server's reset: the prepared statements go, with their long
+	 * data and cursors, and the last GTID it tracked */
+	while (c->stmts)
+		ps_free(c, c->stmts);
+	c->last_gtid[0] = 0;
+	c->gtid_blind = false;
+	c->ryw_until_ms = 0;
+	c->lid = 0;
+	c->lid_gen = 0;
+}
+
+static void cmd_change_user(struct client *c, const uint8_t *p, size_t n);
+
 static void client_command(struct client *c, const uint8_t *p, size_t n)
 {
 	buf_consume(&c->cmd, buf_used(&c->cmd));
@@ -507,26 +537,12 @@ static void client_command(struct client *c, const uint8_t *p, size_t n)
 			c->closing = true;
 		break;
 	case COM_RESET_CONNECTION:
-		/* Fresh backend connections are the most faithful reset. */
-		if (c->wconn)
-			bconn_free(c->wconn);
-		if (c->rconn)
-			bconn_free(c->rconn);
-		hist_clear(c);
-		c->in_trans = c->ro_trans = c->autocommit_off = c->pin_writer = false;
-		c->sw_only_begin = c->sw_replay_begin = false;
-		c->pin_why = NULL;
-		/* as a server's reset: the prepared statements go, with their long
-		 * data and cursors, and the last GTID it tracked */
-		while (c->stmts)
-			ps_free(c, c->stmts);
-		c->last_gtid[0] = 0;
-		c->gtid_blind = false;
-		c->ryw_until_ms = 0;
-		c->lid = 0;
-		c->lid_gen = 0;
+		session_reset(c);
 		snprintf(c->db, sizeof(c->db), "%s", c->db0);
 		client_ok(c, 1);
+		return;
+	case COM_CHANGE_USER:
+		cmd_change_user(c, p, n);
 		return;
 	case COM_STMT_PREPARE:
 		if (cmd_prepare(c, p, n) < 0)
@@ -587,15 +603,56 @@ static void send_handshake(struct client *c)
 		client_send(c, 0, pkt, (size_t)n);
 }
 
+/* The identity a COM_CHANGE_USER changes, kept to be taken back. */
+struct chu_prev {
+	char user[128];
+	uint8_t stage1[SHA1_LEN];
+	bool empty_pw, sha2;
+	char db0[256], db[256];
+	uint8_t charset;
+};
+
+void client_chu_free(struct client *c)
+{
+	if (!c->chu_prev)
+		return;
+	explicit_bzero(c->chu_prev, sizeof(*c->chu_prev));
+	free(c->chu_prev);
+	c->chu_prev = NULL;
+}
+
+/* A refused COM_CHANGE_USER: the session goes on as the user it was (reset,
+ * as MariaDB's server leaves it). */
+static void chu_restore(struct client *c)
+{
+	struct chu_prev *p = c->chu_prev;
+
+	snprintf(c->user, sizeof(c->user), "%s", p->user);
+	memcpy(c->stage1, p->stage1, SHA1_LEN);
+	c->empty_pw = p->empty_pw;
+	c->sha2 = p->sha2;
+	snprintf(c->db0, sizeof(c->db0), "%s", p->db0);
+	snprintf(c->db, sizeof(c->db), "%s", p->db);
+	c->charset = p->charset;
+	client_chu_free(c);
+	c->st = C_IDLE;
+	c->deadline_ms = 0;
+	c->active_ms = now_ms();
+}
+
 static void deny(struct client *c, uint8_t seq, bool with_password)
 {
 	char msg[400];
 
 	snprintf(msg, sizeof(msg), "Access denied for user '%s'@'%s' (using password: %s)", c->user,
 	         c->host, with_password ? "YES" : "NO");
-	log_info("proxy: access denied for user '%s'@'%s'", c->user, c->host);
+	log_info("proxy: access denied for user '%s'@'%s'%s", c->user, c->host,
+	         c->chu_prev ? " (COM_CHANGE_USER: the session stays the previous user's)" : "");
 	client_err(c, seq, 1045, "28000", msg);
-	c->closing = true;
+	if (c->chu_prev)
+		chu_restore(c);
+	else
+		c->closing = true;
 }
 
 /* ---- connections not logged in yet ---- */
@@ -660,8 +717,12 @@ static bool preauth_evict(struct worker *w)
  * c->empty_pw say how its backends are logged in to. */
 static void login_ok(struct client *c, uint8_t seq, const char *how)
 {
-	log_debug("proxy: '%s'@'%s' logged in: %s%s", c->user, c->host, how,
-	          c->tls ? " (TLS)" : "");
+	log_debug("proxy: '%s'@'%s' logged in: %s%s%s", c->user, c->host, how,
+	          c->tls ? " (TLS)" : "", c->chu_prev ? " (COM_CHANGE_USER)" : "");
+	if (c->chu_prev) {
+		client_chu_free(c);
+		sess_set_user(c);
+	}
 	c->st = C_IDLE;
 	c->deadline_ms = 0;
 	c->active_ms = now_ms();
@@ -808,12 +869,91 @@ static bool tls_begin(struct client *c)
 	return true;
 }
 
+/* AuthSwitchRequest to plugin, with the session's scramble. */
+static void auth_switch(struct client *c, const char *plugin, uint8_t seq)
+{
+	uint8_t pkt[128];
+	int len = auth_switch_build(pkt, sizeof(pkt), plugin, c->scramble, SCRAMBLE_LEN);
+
+	if (len > 0)
+		client_send(c, seq, pkt, (size_t)len);
+	c->st = C_SWITCH;
+	c->auth_seq = (uint8_t)(seq + 2);
+}
+
+/* Whether the user called c->user logs in with caching_sha2_password (the
+ * client can be switched to it, caps): default_auth_plugin says so, but a
+ * user with only a password_hash logs in with mysql_native_password. */
+static bool use_sha2(struct client *c, uint32_t caps)
+{
+	return (caps & CAP_PLUGIN_AUTH) && atomic_load(&c->w->e->sha2_default) &&
+	       users_sha2_able(worker_users(c->w), c->user);
+}
+
+/*
+ * COM_CHANGE_USER, as MariaDB's server does it: the session is reset first
+ * (session_reset: its backend connections close, so the next statement
+ * takes a connection of the new user's pools), then the new user is
+ * authenticated as at login, with the session's scramble (an
+ * AuthSwitchRequest when the client used another plugin than the user's).
+ * Refused: ERR 1045, and the session goes on, reset, as the user it was
+ * (chu_restore), as MariaDB 10.11 leaves it (proxy_chuser.sh compares).
+ */
+static void cmd_change_user(struct client *c, const uint8_t *p, size_t n)
+{
+	struct change_user cu;
+	struct chu_prev *prev;
+	const char *want;
+
+	if (chu_parse(p, n, c->caps, &cu) < 0) {
+		log_info("proxy: a malformed COM_CHANGE_USER of %s from %s", c->user, c->host);
+		client_err(c, 1, 1835, "HY000", "Malformed communication packet");
+		return;
+	}
+	prev = calloc(1, sizeof(*prev));
+	if (!prev) {
+		client_err(c, 1, 1041, "HY000", "Out of memory");
+		return;
+	}
+	snprintf(prev->user, sizeof(prev->user), "%s", c->user);
+	memcpy(prev->stage1, c->stage1, SHA1_LEN);
+	prev->empty_pw = c->empty_pw;
+	prev->sha2 = c->sha2;
+	snprintf(prev->db0, sizeof(prev->db0), "%s", c->db0);
+	snprintf(prev->db, sizeof(prev->db), "%s", c->db);
+	prev->charset = c->charset;
+	session_reset(c);
+	c->chu_prev = prev;
+	c->has_parked_last = false; /* a connection of the previous user's pool */
+	snprintf(c->user, sizeof(c->user), "%s", cu.user);
+	snprintf(c->db0, sizeof(c->db0), "%s", cu.db);
+	snprintf(c->db, sizeof(c->db), "%s", cu.db);
+	if (cu.has_charset && cu.charset < 256)
+		c->charset = (uint8_t)cu.charset;
+	c->rsa_sent = false;
+	c->deadline_ms = now_ms() + (uint64_t)c->w->e->handshake_timeout_ms;
+	c->sha2 = use_sha2(c, c->caps);
+	want = c->sha2 ? SHA2_PLUGIN : NATIVE_PLUGIN;
+	/* The client's plugin first reads a scramble and sent nothing
+	 * (libmariadb's and libmysqlclient's caching_sha2_password do so in
+	 * mysql_change_user): it gets one in an AuthSwitchRequest, as a MySQL
+	 * server's caching_sha2_password sends it. */
+	if ((c->caps & CAP_PLUGIN_AUTH) &&
+	    (strcmp(cu.plugin[0] ? cu.plugin : NATIVE_PLUGIN, want) ||
+	     (c->sha2 && cu.auth_len == 0))) {
+		log_debug("proxy: COM_CHANGE_USER to '%s' from %s with %s: switched to %s", c->user,
+		          c->host, cu.plugin, want);
+		auth_switch(c, want, 1);
+		return;
+	}
+	c->st = C_SWITCH; /* until auth_reply decides */
+	auth_reply(c, cu.auth, cu.auth_len, 1);
+}
+
 static void client_auth(struct client *c, const uint8_t *p, size_t n, uint8_t seq)
 {
 	struct hs_response r;
-	uint8_t pkt[128];
 	const char *want;
-	int len;
 
 	if (c->st == C_SHA2) {
 		sha2_full(c, p, n, seq);
@@ -861,16 +1001,12 @@ static void client_auth(struct client *c, const uint8_t *p, size_t n, uint8_t se
 	 * user with only a password_hash logs in with mysql_native_password,
 	 * and so does a client without plugin auth (it cannot be switched).
 	 */
-	c->sha2 = (r.caps & CAP_PLUGIN_AUTH) && atomic_load(&c->w->e->sha2_default) &&
-	          users_sha2_able(worker_users(c->w), c->user);
+	c->sha2 = use_sha2(c, r.caps);
 	want = c->sha2 ? SHA2_PLUGIN : NATIVE_PLUGIN;
 	if ((r.caps & CAP_PLUGIN_AUTH) && strcmp(r.plugin[0] ? r.plugin : NATIVE_PLUGIN, want)) {
 		log_debug("proxy: '%s'@'%s' answered with %s: switched to %s", c->user, c->host,
 		          r.plugin, want);
-		len = auth_switch_build(pkt, sizeof(pkt), want, c->scramble, SCRAMBLE_LEN);
-		if (len > 0)
-			client_send(c, (uint8_t)(seq + 1), pkt, (size_t)len);
-		c->st = C_SWITCH;
+		auth_switch(c, want, (uint8_t)(seq + 1));
 		return;
 	}
 	auth_reply(c, r.auth, r.auth_len, (uint8_t)(seq + 1));

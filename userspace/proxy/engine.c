@@ -69,6 +69,7 @@ static void reap(struct worker *w)
 		buf_free(&c->sw_begin);
 		/* the session's SHA1(password), with which it logs in to backends */
 		explicit_bzero(c->stage1, sizeof(c->stage1));
+		client_chu_free(c);
 		free(c);
 	}
 }

@@ -202,6 +202,9 @@ struct client {
 	 * packet in C_SHA2 */
 	bool sha2, rsa_sent;
 	uint8_t auth_seq;
+	/* a COM_CHANGE_USER authenticating: who the session was, taken back
+	 * when the new user is refused (client.c, cmd_change_user); else NULL */
+	struct chu_prev *chu_prev;
 	char user[128], host[INET6_ADDRSTRLEN];
 	char db0[256]; /* the schema named at connect: backends log in with it */
 	char db[256];  /* the current schema, for the classifier */
@@ -892,6 +895,8 @@ void cmd_fail(struct client *c, uint16_t code, const char *msg);
 /* the same with the SQLSTATE of an error a server gave */
 void cmd_fail_state(struct client *c, uint16_t code, const char *sqlstate, const char *msg);
 void client_process(struct client *c);
+/* The identity kept during a COM_CHANGE_USER goes (wiped). */
+void client_chu_free(struct client *c);
 void client_event(struct client *c, uint32_t events);
 void accept_clients(struct worker *w, struct listener *l);
 /* A session on fd, accepted from ss: NULL when refused (fd closed). */

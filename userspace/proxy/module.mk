@@ -52,7 +52,13 @@ INTEG_TESTS += tests/integration/proxy.sh tests/integration/proxy_routines.sh \
 	       tests/integration/proxy_infile.sh tests/integration/node_clients.sh \
 	       tests/integration/proxy_auth.sh \
 	       tests/integration/proxy_switchover.sh \
-	       tests/integration/proxy_backend_tls.sh
+	       tests/integration/proxy_backend_tls.sh tests/integration/proxy_chuser.sh
+
+# proxy_chuser: COM_CHANGE_USER with libmysqlclient (proxy_chuser.sh).
+BINS += $(BUILD)/tests/proxy_chuser
+$(BUILD)/tests/proxy_chuser: $(BUILD)/obj/tests/integration/proxy_chuser.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 # proxy_psmux: prepared statements and multiplexing (proxy_psmux.sh).
 BINS += $(BUILD)/tests/proxy_psmux

@@ -387,6 +387,49 @@ int hsr_parse(const uint8_t *p, size_t len, struct hs_response *o)
 	return r.err ? -1 : 0;
 }
 
+int chu_parse(const uint8_t *p, size_t len, uint32_t caps, struct change_user *o)
+{
+	struct rd r;
+	const char *s;
+	const uint8_t *b;
+	size_t n;
+
+	memset(o, 0, sizeof(*o));
+	rd_init(&r, p, len);
+	if (rd_int(&r, 1) != COM_CHANGE_USER)
+		return -1;
+	s = rd_cstr(&r, &n);
+	if (!s || n >= sizeof(o->user))
+		return -1;
+	copy_str(o->user, sizeof(o->user), s, n);
+	if (caps & CAP_SECURE_CONNECTION) {
+		n = (size_t)rd_int(&r, 1);
+		b = rd_bytes(&r, n);
+	} else {
+		b = (const uint8_t *)rd_cstr(&r, &n);
+	}
+	if (!b || n > sizeof(o->auth))
+		return -1;
+	memcpy(o->auth, b, n);
+	o->auth_len = n;
+	s = rd_cstr_eof(&r, &n);
+	if (!s || n >= sizeof(o->db))
+		return -1;
+	copy_str(o->db, sizeof(o->db), s, n);
+	if (rd_left(&r) >= 2) {
+		o->charset = (uint16_t)rd_int(&r, 2);
+		o->has_charset = true;
+	}
+	if ((caps & CAP_PLUGIN_AUTH) && rd_left(&r) > 0) {
+		s = rd_cstr_eof(&r, &n);
+		if (!s)
+			return -1;
+		copy_str(o->plugin, sizeof(o->plugin), s, n);
+	}
+	/* connect attributes may follow: not kept */
+	return r.err ? -1 : 0;
+}
+
 int hsr_build(uint8_t *dst, size_t cap, const struct hs_response *o)
 {
 	struct wr w;

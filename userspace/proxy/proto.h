@@ -213,6 +213,21 @@ int hsr_parse(const uint8_t *p, size_t len, struct hs_response *r);
 /* Builds a handshake response payload for a backend; returns its length or -1. */
 int hsr_build(uint8_t *dst, size_t cap, const struct hs_response *r);
 
+/* COM_CHANGE_USER: the new user, its reply to the session's scramble, the
+ * schema (empty: none), the character set when sent, the client's plugin
+ * ("" when not sent). */
+struct change_user {
+	char user[128];
+	uint8_t auth[256];
+	size_t auth_len;
+	char db[256];
+	uint16_t charset;
+	bool has_charset;
+	char plugin[64];
+};
+/* The whole payload (0x11 first) of a session with caps; -1 when malformed. */
+int chu_parse(const uint8_t *p, size_t len, uint32_t caps, struct change_user *o);
+
 /* AuthSwitchRequest: 0xfe, plugin name NUL, data. */
 int auth_switch_build(uint8_t *dst, size_t cap, const char *plugin, const uint8_t *data, size_t n);
 int auth_switch_parse(const uint8_t *p, size_t len, char *plugin, size_t plugin_cap, uint8_t *data,
