@@ -104,6 +104,8 @@ static void sweep(struct worker *w)
 		next = c->next;
 		if (t && c->st == C_IDLE && route_demoted(c, t, false))
 			continue;
+		if (t && c->st == C_BUSY && sw_cut_demoted(c, t))
+			continue;
 		client_timeouts(c, now);
 	}
 	if (t)
@@ -180,7 +182,8 @@ void worker_once(struct worker *w, int timeout_ms)
 	if (w->wait_head && now_ms() >= w->wait_head->wait_deadline)
 		wait_expire(w, now_ms());
 	/* a topology with a writer was published: the waits for one go on */
-	if (atomic_exchange(&w->sw_kick, false) && w->sw_head && !w->stop)
+	if (atomic_exchange(&w->sw_kick, false) && !w->stop &&
+	    (w->sw_head || atomic_load(&w->sw_cut)))
 		sw_run(w);
 	if (w->sw_head && now_ms() >= w->sw_head->sw_deadline)
 		sw_expire(w, now_ms());

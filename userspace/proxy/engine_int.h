@@ -500,6 +500,7 @@ struct proxy_engine {
 	 * run time has none: plain), replaced by reload under tls_mu */
 	struct be_conf *be_conf;
 	size_t nbe_conf;
+	uint64_t sw_demoted_fp; /* the demoted backends last seen (sw_topology's) */
 #ifdef MYSTEER_ENGINE_TEST
 	/* engine_test.h: backend connections come from here */
 	int (*test_connect)(void *arg, const struct topo_backend *be);
@@ -559,6 +560,7 @@ struct worker {
 	struct client *sw_head, *sw_tail;
 	_Atomic int sw_n;
 	_Atomic bool sw_kick;
+	_Atomic bool sw_cut; /* a writer was replaced: cut off what ran there */
 };
 
 /* ---- buffers ---- */
@@ -786,6 +788,9 @@ bool sw_unreached(struct bconn *b);
  * holds only its BEGIN (opened_by_begin: this answer opened it). */
 void sw_answered(struct client *c, struct bconn *b, bool ok, bool opened);
 void sw_topology(const struct topology *t, void *arg);
+/* The statement in flight of c runs on a writer another server replaced:
+ * cut off with ERR 1158 (its outcome unknown); true when it was. */
+bool sw_cut_demoted(struct client *c, const struct topology *t);
 /* Why the session cannot leave its writer connection b, or NULL (route.c). */
 const char *writer_held_for(const struct client *c, const struct bconn *b);
 

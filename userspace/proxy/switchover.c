@@ -131,10 +131,30 @@ static void resume(struct client *c)
 		client_process(c);
 }
 
+/* After a topology that replaced a writer (sw_topology): every statement in
+ * flight on the old one is cut off now, not at the next sweep. */
+static void sw_cut_all(struct worker *w)
+{
+	const struct topology *t = topo_current();
+
+	if (!t)
+		return;
+	for (struct client *c = w->clients, *next; c; c = next) {
+		next = c->next;
+		if (c->st == C_BUSY)
+			sw_cut_demoted(c, t);
+	}
+	topo_put(t);
+}
+
 void sw_run(struct worker *w)
 {
 	/* route_cmd may queue again at the tail: each waiter is tried once */
-	struct client *last = w->sw_tail;
+	struct client *last;
+
+	if (atomic_exchange(&w->sw_cut, false))
+		sw_cut_all(w);
+	last = w->sw_tail;
 
 	for (struct client *c = w->sw_head, *next; c; c = next) {
 		bool end = c == last;
@@ -255,15 +275,59 @@ void sw_topology(const struct topology *t, void *arg)
 {
 	struct proxy_engine *e = arg;
 	uint64_t one = 1;
+	uint64_t fp = 14695981039346656037ull;
+	bool demoted;
 
-	if (!topo_usable_writer(t) || atomic_load(&e->sw_waiting_now) <= 0)
+	/* a writer replaced: statements in flight there are cut off at once
+	 * (sw_cut_demoted), before a frozen old primary resumes and answers;
+	 * once per change of the demoted set, not at every publish */
+	for (size_t i = 0; i < t->nbackends; i++)
+		if (t->backends[i].demoted && t->backends[i].role != ROLE_WRITER)
+			fp = (fp ^ (t->backends[i].id + 1)) * 1099511628211ull;
+	demoted = fp != e->sw_demoted_fp;
+	e->sw_demoted_fp = fp;
+	if (!topo_usable_writer(t) || (!demoted && atomic_load(&e->sw_waiting_now) <= 0))
 		return;
 	for (int i = 0; i < e->nworkers; i++) {
 		struct worker *w = &e->workers[i];
-		if (atomic_load(&w->sw_n) <= 0)
+		if (demoted)
+			atomic_store(&w->sw_cut, true);
+		else if (atomic_load(&w->sw_n) <= 0)
 			continue;
 		atomic_store(&w->sw_kick, true);
 		if (write(w->wakefd, &one, sizeof(one)) < 0)
 			log_debug("proxy: waking a worker: %s", strerror(errno));
 	}
+}
+
+/*
+ * A statement in flight on a writer that another server has replaced (the
+ * topology marks it demoted): a frozen or partitioned old primary may
+ * resume and run it, and its OK would acknowledge a write that the new
+ * primary never has. The connection is closed and the client gets ERR 1158
+ * naming the uncertainty (the write may still run there), never that OK;
+ * a statement not sent yet (its connection still logging in) waits for the
+ * new writer instead (sw_unreached).
+ */
+bool sw_cut_demoted(struct client *c, const struct topology *t)
+{
+	struct bconn *b = c->cur;
+
+	if (c->ghost || c->dead || !b || b->dead || !b->writer || !b->awaiting ||
+	    atomic_load(&c->w->e->sw_ms) <= 0)
+		return false;
+	for (size_t i = 0; i < t->nbackends; i++) {
+		const struct topo_backend *be = &t->backends[i];
+		if (be->id != b->backend_id)
+			continue;
+		if (!be->demoted || be->role == ROLE_WRITER)
+			return false;
+		log_info("proxy: %s is no longer the writer: a statement of %s in flight there is "
+		         "cut off (its outcome is unknown)",
+		         b->name, c->user);
+		bconn_fail(b, "it is no longer the writer and the statement was in flight there: "
+		              "it may still run there");
+		return true;
+	}
+	return false;
 }
