@@ -48,11 +48,8 @@ case " $STEPS " in *" random "*)
 daemon_term_keep drain disable replica_lag" ${CHAOS_SEED:+CHAOS_SEED=$CHAOS_SEED} || rc=1 ;;
 esac
 case " $STEPS " in *" partition_long "*)
-	# Known failure: close_on_demote closes only connect-steered (cgroup)
-	# client sockets; sk_lookup-handoff and relay connections stay on the
-	# demoted writer (see the file written below).
-	step partition_long CHAOS_MINUTES= CHAOS_CLIENT_TIMEOUT_S=120 CHAOS_FAULTS="partition:1" \
-		CHAOS_KNOWN=lost,misplaced || rc=1 ;;
+	step partition_long CHAOS_MINUTES= CHAOS_CLIENT_TIMEOUT_S=120 CHAOS_FAULTS="partition:1" ||
+		rc=1 ;;
 esac
 case " $STEPS " in *" async "*)
 	step async CHAOS_MINUTES= SANDBOX_SEMISYNC=0 CHAOS_PHASES=handoff \
@@ -121,9 +118,11 @@ mysteerd's writer when they ran nor when they were sent.
 Known limits as measured, not failures of the invariants: 6450 and the
 relay run inside mysteerd, so `daemon_kill` and `daemon_term_keep` make them
 unavailable until the daemon is back (connect steering and `sk_lookup`
-handoff keep working); a planned switchover still gives clients of every
-path errors (no switchover buffering or transaction replay yet). A known
-failure: see "A partitioned primary whose clients wait" below.
+handoff keep working); a planned switchover gives clients of the kernel
+paths and the relay errors (their connections to the fenced primary are
+refused or closed), while 6450 holds writes for the new writer
+(`switchover_buffer_ms`, docs/PROXY.md "Switchover"); transactions in
+which statements already ran are not replayed on the new writer.
 
 EOF
 	echo "## Scheduled faults (semi-sync on)"
@@ -148,12 +147,11 @@ EOF
 	echo "an acknowledged one is lost when the old primary is rebuilt, because its"
 	echo "semi-sync wait timed out (\`SANDBOX_SEMISYNC_TIMEOUT_MS\`, 2000 here)."
 	echo
-	echo "**Known failure** (the verdict reports it, \`CHAOS_KNOWN=lost,misplaced\` for"
-	echo "this run only): \`close_on_demote\` closes the connect-steered connections"
-	echo "(\`cs\`: 0 misplaced) but not the connections handed over by \`sk_lookup\`"
-	echo "(\`lookup\`) nor those through the relay (\`relay\`): they stay open to the"
-	echo "demoted primary, and when it resumes writable their writes run there and are"
-	echo "acknowledged (the *misplaced* column), then lost when it is rebuilt."
+	echo "Every path must hold here too (no \`CHAOS_KNOWN\`): \`close_on_demote\`"
+	echo "closes the connections steered, handed over by \`sk_lookup\` or relayed to"
+	echo "the demoted primary, and 6450 cuts off the statements in flight there"
+	echo "with ERR 1158 (an *unknown* outcome), so no write it runs when it resumes"
+	echo "is acknowledged."
 	echo
 	summary partition_long
 	echo
