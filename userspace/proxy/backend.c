@@ -103,41 +103,20 @@ void bconn_update(struct bconn *b)
 	ep_mod(b->w, b->fd, &b->events, ev, b);
 }
 
-/*
- * The backend's socket, in plain text or through its TLS connection (once
- * its handshake is done), as send(2) and recv(2): a TLS call that must wait
- * fails with EAGAIN, and what it waits for, when that is the other
- * direction, is kept in tls_want.
- */
-static ssize_t tls_io_done(struct bconn *b, ssize_t n, uint32_t own)
-{
-	b->tls_want = 0;
-	if (n >= 0)
-		return n;
-	if (n == TLS_WANT_READ || n == TLS_WANT_WRITE) {
-		uint32_t want = n == TLS_WANT_READ ? EPOLLIN : EPOLLOUT;
-
-		if (want != own)
-			b->tls_want = want;
-		errno = EAGAIN;
-	} else {
-		errno = ECONNRESET;
-	}
-	return -1;
-}
-
+/* The backend's socket, in plain text or through its TLS connection (once
+ * its handshake is done), as send(2) and recv(2) (tls_as_socket_io). */
 static ssize_t bconn_send(struct bconn *b, const void *p, size_t n)
 {
 	if (!b->tls || b->st == B_TLS)
 		return send(b->fd, p, n, MSG_NOSIGNAL);
-	return tls_io_done(b, tls_write(b->tls, p, n), EPOLLOUT);
+	return tls_as_socket_io(tls_write(b->tls, p, n), EPOLLOUT, &b->tls_want);
 }
 
 static ssize_t bconn_recv(struct bconn *b, void *p, size_t n)
 {
 	if (!b->tls || b->st == B_HANDSHAKE) /* the server's greeting is plain */
 		return recv(b->fd, p, n, 0);
-	return tls_io_done(b, tls_read(b->tls, p, n), EPOLLIN);
+	return tls_as_socket_io(tls_read(b->tls, p, n), EPOLLIN, &b->tls_want);
 }
 
 /* 1: all written, 0: the socket is full, -1: error. */

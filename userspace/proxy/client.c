@@ -61,41 +61,20 @@ static void client_update(struct client *c)
 	ep_mod(c->w, c->fd, &c->events, ev, c);
 }
 
-/*
- * The client's socket, in plain text or through its TLS connection: as
- * recv(2) and send(2), a TLS call that must wait failing with EAGAIN. What
- * it waits for is kept in tls_want (the other direction than the call's
- * own, at times: TLS may have to write to read, or read to write).
- */
-static ssize_t tls_io_done(struct client *c, ssize_t n, uint32_t own)
-{
-	c->tls_want = 0;
-	if (n >= 0)
-		return n;
-	if (n == TLS_WANT_READ || n == TLS_WANT_WRITE) {
-		uint32_t want = n == TLS_WANT_READ ? EPOLLIN : EPOLLOUT;
-
-		if (want != own)
-			c->tls_want = want;
-		errno = EAGAIN;
-	} else {
-		errno = ECONNRESET;
-	}
-	return -1;
-}
-
+/* The client's socket, in plain text or through its TLS connection, as
+ * recv(2) and send(2) (tls_as_socket_io). */
 static ssize_t client_recv(struct client *c, void *p, size_t n)
 {
 	if (!c->tls)
 		return recv(c->fd, p, n, 0);
-	return tls_io_done(c, tls_read(c->tls, p, n), EPOLLIN);
+	return tls_as_socket_io(tls_read(c->tls, p, n), EPOLLIN, &c->tls_want);
 }
 
 static ssize_t client_send_raw(struct client *c, const void *p, size_t n)
 {
 	if (!c->tls)
 		return send(c->fd, p, n, MSG_NOSIGNAL);
-	return tls_io_done(c, tls_write(c->tls, p, n), EPOLLOUT);
+	return tls_as_socket_io(tls_write(c->tls, p, n), EPOLLOUT, &c->tls_want);
 }
 
 /* Writes what is queued; -1 when the client is gone. */

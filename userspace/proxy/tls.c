@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
 
 #include "common/log.h"
 
@@ -161,6 +162,23 @@ ssize_t tls_write(struct ssl_st *s, const void *buf, size_t n)
 		return (ssize_t)put;
 	r = io_result(s, 0, "write");
 	return r == 0 ? TLS_FAIL : r;
+}
+
+ssize_t tls_as_socket_io(ssize_t n, uint32_t own, uint32_t *want)
+{
+	*want = 0;
+	if (n >= 0)
+		return n;
+	if (n == TLS_WANT_READ || n == TLS_WANT_WRITE) {
+		uint32_t w = n == TLS_WANT_READ ? EPOLLIN : EPOLLOUT;
+
+		if (w != own)
+			*want = w;
+		errno = EAGAIN;
+	} else {
+		errno = ECONNRESET;
+	}
+	return -1;
 }
 
 struct ssl_ctx_st *tls_client_ctx_new(const char *ca, char *err, size_t errlen)

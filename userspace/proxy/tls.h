@@ -8,6 +8,7 @@
 #define MYSTEER_PROXY_TLS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "config/config.h"
@@ -34,6 +35,12 @@ int tls_accept(struct ssl_st *s);
 ssize_t tls_read(struct ssl_st *s, void *buf, size_t n);
 /* Bytes written (> 0), or TLS_WANT_* / TLS_FAIL. */
 ssize_t tls_write(struct ssl_st *s, const void *buf, size_t n);
+/* A tls_read/tls_write result as send(2) and recv(2) give one: n itself,
+ * or -1 with errno EAGAIN (TLS_WANT_*) or ECONNRESET (TLS_FAIL). *want gets
+ * the readiness to wait for when it is not the call's own direction `own`
+ * (EPOLLIN for a read, EPOLLOUT for a write: TLS may have to write to read,
+ * or read to write), else 0. */
+ssize_t tls_as_socket_io(ssize_t n, uint32_t own, uint32_t *want);
 /* The negotiated protocol and cipher, for the log. */
 const char *tls_version(const struct ssl_st *s);
 const char *tls_cipher(const struct ssl_st *s);
