@@ -5,6 +5,9 @@
 #   proxy_kill.py PORT WRITER_PORT        the whole test
 #   proxy_kill.py PORT WRITER_PORT any    app_admin is in kill_any_user:
 #                                         its KILLs of app's sessions
+#   proxy_kill.py PORT WRITER_PORT wait   pool_max_per_backend = 1: KILL
+#                                         QUERY of a statement waiting for
+#                                         the writer's only connection
 #
 # Prints "ok - ..." / "not ok - ..." and "measured: ..." lines; exits 1 when
 # a check failed.
@@ -82,6 +85,28 @@ if len(sys.argv) > 3 and sys.argv[3] == "any":
     b = conn()
     check(err_code(lambda: one(b, "KILL %d" % adm.thread_id())) == 1095,
           "app (not in kill_any_user) still may not kill app_admin's: 1095")
+    sys.exit(1 if failed else 0)
+
+if len(sys.argv) > 3 and sys.argv[3] == "wait":
+    a, b, k = conn(), conn(), conn()
+    one(a, "BEGIN")
+    one(a, "INSERT INTO t.k VALUES (1)")  # a holds the writer's only connection
+    r = Runner(b, "INSERT INTO t.k VALUES (2)")
+    r.start()
+    check(running(r), "b's INSERT waits for the writer's connection")
+    t0 = time.monotonic()
+    code = err_code(lambda: one(k, "KILL QUERY %d" % b.thread_id()))
+    check(code == 0, "KILL QUERY of b: OK (%s)" % code)
+    r.join(20)
+    print("measured: KILL QUERY of a waiting statement: it ended %.2f s after the KILL"
+          % (time.monotonic() - t0), flush=True)
+    check(r.code == 1317, "b's waiting INSERT gets 1317 (%s), before pool_wait_timeout_ms"
+          % r.code)
+    one(a, "COMMIT")
+    a.close()  # its connection goes back (after a write it stays until the next statement)
+    code = err_code(lambda: one(b, "INSERT INTO t.k VALUES (2)"))
+    check(code == 0, "b's session goes on: its INSERT runs once the connection is free (%s)"
+          % code)
     sys.exit(1 if failed else 0)
 
 # --- CONNECTION_ID() ----------------------------------------------------------

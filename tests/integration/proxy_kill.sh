@@ -12,6 +12,8 @@
 #   statement on the backend, an idle session, and a session itself;
 # - the mariadb CLI's KILL QUERY of a PyMySQL session's SLEEP(30);
 # - [proxy] kill_any_user: app_admin's KILLs of app's sessions;
+# - KILL QUERY of a statement waiting for a connection (pool_max_per_backend
+#   = 1): 1317 where it waits;
 # - no killed SLEEP is left running on any server, no KILL reached one as
 #   the client wrote it.
 . "$(dirname "$0")/lib.sh"
@@ -93,5 +95,16 @@ check "reload with kill_any_user = nobody, app_admin" ctl reload
 rc=$?
 cat "$T/any.out"
 check "proxy_kill.py any: every check passed" [ $rc -eq 0 ]
+
+# pool_max_per_backend = 1 (reload): a statement waiting for the writer's
+# only connection is killed where it waits (idle connections time out
+# first: a pooled one would serve the statement without a wait)
+sed -i 's/^\[proxy\]$/[proxy]\npool_max_per_backend = 1\npool_min_idle = 0\npool_idle_timeout_ms = 200/' "$T/mysteer.conf"
+check "reload with pool_max_per_backend = 1" ctl reload
+sleep 1.5
+/usr/bin/python3 "$(dirname "$0")/proxy_kill.py" $PP $P1 wait >"$T/wait.out" 2>&1
+rc=$?
+cat "$T/wait.out"
+check "proxy_kill.py wait: every check passed" [ $rc -eq 0 ]
 check "mysteerd is still running" kill -0 "$ITEST_DAEMON_PID"
 itest_done

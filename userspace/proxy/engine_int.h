@@ -264,7 +264,9 @@ struct client {
 	char reg_user[128];
 	struct client *reg_next;
 	_Atomic uint64_t running;
-	_Atomic bool kill_conn;
+	/* kill_query: a KILL QUERY came while no statement of it ran on a
+	 * backend: one waiting for a connection ends (wait_kill) */
+	_Atomic bool kill_conn, kill_query;
 	/* LOAD DATA LOCAL INFILE: the server asked for the file (0xFB), whose
 	 * packets the client sends now until an empty one (infile_pump):
 	 * infile_left bytes of the packet in progress are still to come;
@@ -762,6 +764,7 @@ void wait_dequeue(struct client *c);
 void wait_enqueue(struct client *c);
 void waiters_run(struct worker *w);
 void wait_expire(struct worker *w, uint64_t now);
+void wait_kill(struct client *c);
 void pool_yield(struct worker *w);
 bool wait_older_elsewhere(struct worker *w, uint32_t id, uint64_t ticket);
 

@@ -99,7 +99,13 @@ void sess_kills(struct worker *w)
 		return;
 	for (c = w->clients; c; c = next) {
 		next = c->next;
-		if (c->dead || !atomic_load(&c->kill_conn))
+		if (c->dead)
+			continue;
+		if (atomic_exchange(&c->kill_query, false) && !atomic_load(&c->kill_conn)) {
+			wait_kill(c);
+			continue;
+		}
+		if (!atomic_load(&c->kill_conn))
 			continue;
 		log_info("proxy: session %u of %s from %s killed (KILL CONNECTION)", c->conn_id,
 		         c->user, c->host);
@@ -467,8 +473,11 @@ static int kill_session(struct client *c, enum kill_kind kind, uint64_t id)
 			allowed = !strcmp(v->reg_user, c->user) || in_list(e->kill_any, c->user);
 			run = atomic_load_explicit(&v->running, memory_order_acquire);
 			vw = v->w;
-			if (allowed && kind == KILL_CONNECTION && v != c) {
-				atomic_store(&v->kill_conn, true);
+			if (allowed && v != c && (kind == KILL_CONNECTION || !run)) {
+				/* its worker ends the session, or the statement
+				 * that waits for a connection (wait_kill) */
+				atomic_store(
+				    kind == KILL_CONNECTION ? &v->kill_conn : &v->kill_query, true);
 				atomic_store(&vw->kills, true);
 			}
 		}
@@ -496,7 +505,7 @@ static int kill_session(struct client *c, enum kill_kind kind, uint64_t id)
 		}
 		return 1;
 	}
-	if (kind == KILL_CONNECTION) {
+	if (kind == KILL_CONNECTION || !run) {
 		uint64_t one = 1;
 		if (write(vw->wakefd, &one, sizeof(one)) < 0)
 			log_warn("proxy: waking a worker for a KILL: %s", strerror(errno));

@@ -201,6 +201,19 @@ void wait_expire(struct worker *w, uint64_t now)
 	}
 }
 
+/* KILL QUERY of a session whose statement waits for a connection (ops.c):
+ * it never ran, and ends as a statement the server interrupted. */
+void wait_kill(struct client *c)
+{
+	if (!c->waiting)
+		return;
+	log_info("proxy: a statement of %s waiting for %s killed (KILL QUERY)", c->user,
+	         c->wait_name);
+	wait_dequeue(c);
+	cmd_fail_state(c, 1317, "70100", "Query execution was interrupted");
+	client_resume(c);
+}
+
 /* Idle connections of a backend that sessions of other workers wait for
  * are closed, as many as those wait for: pools are per worker, so only
  * their slots can serve them. This worker's own waiters ran first
