@@ -11,8 +11,11 @@
 #   its ERR, nothing of the file kept, and the session goes on;
 # - a client killed in the middle of a file: nothing of it committed, the
 #   daemon and other sessions go on (the connection is closed, not pooled);
-# - [proxy] local_infile = off (reload): ERROR 1148, as a server with
-#   local_infile=0 says.
+# - [proxy] local_infile = off (reload): the server's own ERR for a client
+#   without the capability (4166 on MariaDB 10.11);
+# - backends with tls = on (a restart): 20 MB streamed over the proxy's TLS
+#   connection to the writer.
+export SANDBOX_TLS=1
 . "$(dirname "$0")/lib.sh"
 itest_init proxy_infile
 itest_sandbox_up
@@ -180,5 +183,20 @@ echo "# the writer itself, a client without local infile: $srv"
 check "LOAD DATA LOCAL gets the server's own error ($code: 4166 or 1148 by MariaDB version)" \
 	bash -c "[ -n '$code' ] && grep -q '$code' <<<\"\$1\"" _ "$out"
 check_eq "a plain query still works" 1000 "$(lq 'SELECT COUNT(*) FROM t.small')"
+check "mysteerd is still running" kill -0 "$ITEST_DAEMON_PID"
+
+# --- backends over TLS ---------------------------------------------------------------
+itest_daemon_stop TERM
+ITEST_TIMEOUT_MS=3000 ITEST_BACKEND_EXTRA="tls = on" ITEST_PROXY_EXTRA="workers = 2" \
+	itest_write_config "$T/mysteer.conf"
+itest_daemon_start "$T/mysteer.conf" || exit 1
+wait_until 40 bash -c "[ \"\$('$MYSTEERCTL' --socket '$T/admin.sock' --json status |
+	python3 -c 'import json,sys; print(json.load(sys.stdin)[\"writer\"])')\" = db1 ]" >/dev/null ||
+	{ echo "not ok - no writer"; tail -n 20 "$T/mysteerd.log"; exit 1; }
+sql_root $P1 "TRUNCATE t.tls"
+out=$(lq "LOAD DATA LOCAL INFILE '$T/part.csv' INTO TABLE t.tls FIELDS TERMINATED BY ','" 2>&1)
+[ -n "$out" ] && echo "# $out"
+check_eq "backends with tls = on: 20000 rows of the file on the writer" 20000 \
+	"$(sql_root $P1 "SELECT COUNT(*) FROM t.tls")"
 check "mysteerd is still running" kill -0 "$ITEST_DAEMON_PID"
 itest_done
