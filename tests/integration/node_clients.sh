@@ -2,7 +2,8 @@
 # node_clients.sh - Node.js with mysql2 (from the npm registry, pinned by
 # tests/clients/node/package-lock.json, installed by scripts/install-deps.sh
 # with npm ci) through the 6450 proxy: a pool, query and prepared execute,
-# transactions, TLS verified with the sandbox's CA, CONNECTION_ID() and
+# transactions, changeUser (COM_CHANGE_USER), TLS verified with the
+# sandbox's CA, CONNECTION_ID() and
 # KILL QUERY, LOAD DATA LOCAL INFILE with infileStreamFactory
 # (tests/clients/node/clients.js); every write counted on the writer, none
 # of its own on a replica. Then with [proxy] default_auth_plugin =
@@ -22,6 +23,7 @@ cp "$TLS/server-cert.pem" "$TLS/server-key.pem" "$T/"
 openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$T/rsa-priv.pem" 2>/dev/null &&
 	openssl pkey -in "$T/rsa-priv.pem" -pubout -out "$T/rsa-pub.pem" 2>/dev/null
 check "openssl made an RSA key pair" test -s "$T/rsa-pub.pem"
+ITEST_APP_ADMIN=1
 ITEST_LOG_LEVEL=debug ITEST_PROXY_EXTRA="workers = 2
 rsa_private_key = $T/rsa-priv.pem
 rsa_public_key = $T/rsa-pub.pem
@@ -44,7 +46,7 @@ rc=$?
 cat "$T/node.out"
 check "clients.js: every check passed" [ $rc -eq 0 ]
 check "clients.js ran to the end" grep -q "node_clients: done" "$T/node.out"
-check_eq "its rows on the writer: ids 1 2 4 5 and 1000 of the file" 1004 \
+check_eq "its rows on the writer: ids 1 2 4 5 6 and 1000 of the file" 1005 \
 	"$(sql_root $P1 "SELECT COUNT(*) FROM t.node")"
 check_eq "the rolled back row is not there" 0 "$(sql_root $P1 "SELECT COUNT(*) FROM t.node WHERE id = 3")"
 check_eq "no write of its own on replica $P2" 0 "$(local_writes $P2)"

@@ -86,6 +86,24 @@ async function main() {
   const [[kept]] = await pool.query('SELECT v FROM t.node WHERE id = 4');
   check(kept && kept.v === 'committed', 'commit: the row is there');
 
+  // --- changeUser (COM_CHANGE_USER) ----------------------------------------------------
+  const cu = await mysql.createConnection(base);
+  const other = await mysql.createConnection(base);
+  await cu.query('SET @mark = 1');
+  await cu.changeUser({ user: 'app_admin', password: 'app_admin' });
+  const [[who]] = await cu.query('SELECT CURRENT_USER() AS u, @mark AS m, CONNECTION_ID() AS id');
+  check(who.u === 'app_admin@%' && who.m === null && who.id === cu.threadId,
+    `changeUser to app_admin: CURRENT_USER() ${who.u}, the session reset, its id kept`);
+  check(await errno(cu.query(`KILL QUERY ${other.threadId}`)) === 1095,
+    "now app_admin: KILL of app's session refused (1095)");
+  check(await errno(other.query(`KILL QUERY ${cu.threadId}`)) === 1095,
+    "app: KILL of the session that became app_admin's refused (1095)");
+  await cu.query("INSERT INTO t.node VALUES (6, 'as app_admin')");
+  const bad = await errno(cu.changeUser({ user: 'app', password: 'wrong' }));
+  check(bad === 1045, `changeUser with a wrong password: ${bad}`);
+  await cu.end().catch(() => {});
+  await other.end();
+
   // --- TLS, the server's certificate verified ------------------------------------------------
   const tls = await mysql.createConnection({ ...base,
     ssl: { ca: fs.readFileSync(caFile), rejectUnauthorized: true } });
@@ -97,9 +115,9 @@ async function main() {
     'TLS with rejectUnauthorized and the sandbox CA: a query answered');
   await tls.execute('INSERT INTO t.node VALUES (5, ?)', ['over tls']);
   await tls.end();
-  const bad = await errno(mysql.createConnection({ ...base,
+  const noCa = await errno(mysql.createConnection({ ...base,
     ssl: { rejectUnauthorized: true } }));
-  check(bad !== 0, `TLS without the CA is refused by the client (${bad})`);
+  check(noCa !== 0, `TLS without the CA is refused by the client (${noCa})`);
 
   // --- KILL QUERY ----------------------------------------------------------------------------
   const a = await mysql.createConnection(base);
