@@ -328,11 +328,45 @@ int hs_parse(const uint8_t *p, size_t len, struct handshake *h)
 	return r.err ? -1 : 0;
 }
 
+/* A string ended by NUL (or, to_eof, by the packet's end) into dst, which
+ * holds cap bytes with its NUL: -1 when it is missing or does not fit. */
+static int rd_cstr_into(struct rd *r, bool to_eof, char *dst, size_t cap)
+{
+	size_t n;
+	const char *s = to_eof ? rd_cstr_eof(r, &n) : rd_cstr(r, &n);
+
+	if (!s || n >= cap)
+		return -1;
+	copy_str(dst, cap, s, n);
+	return 0;
+}
+
+/* An auth response as caps frame it (length-encoded, one length byte, or
+ * NUL-terminated) into dst of cap bytes: -1 when missing or too long. */
+static int rd_auth(struct rd *r, uint32_t caps, uint8_t *dst, size_t cap, size_t *len)
+{
+	const uint8_t *b;
+	size_t n;
+
+	if (caps & CAP_PLUGIN_AUTH_LENENC) {
+		b = rd_lenenc_str(r, &n);
+	} else if (caps & CAP_SECURE_CONNECTION) {
+		n = (size_t)rd_int(r, 1);
+		b = rd_bytes(r, n);
+	} else {
+		b = (const uint8_t *)rd_cstr(r, &n);
+	}
+	if (!b || n > cap)
+		return -1;
+	memcpy(dst, b, n);
+	*len = n;
+	return 0;
+}
+
 int hsr_parse(const uint8_t *p, size_t len, struct hs_response *o)
 {
 	struct rd r;
 	const char *s;
-	const uint8_t *b;
 	size_t n;
 
 	memset(o, 0, sizeof(*o));
@@ -350,28 +384,13 @@ int hsr_parse(const uint8_t *p, size_t len, struct hs_response *o)
 		o->ssl_request = true;
 		return 0;
 	}
-	s = rd_cstr(&r, &n);
-	if (!s || n >= sizeof(o->user))
+	if (rd_cstr_into(&r, false, o->user, sizeof(o->user)) < 0 ||
+	    rd_auth(&r, o->caps, o->auth, sizeof(o->auth), &o->auth_len) < 0)
 		return -1;
-	copy_str(o->user, sizeof(o->user), s, n);
-	if (o->caps & CAP_PLUGIN_AUTH_LENENC) {
-		b = rd_lenenc_str(&r, &n);
-	} else if (o->caps & CAP_SECURE_CONNECTION) {
-		n = (size_t)rd_int(&r, 1);
-		b = rd_bytes(&r, n);
-	} else {
-		b = (const uint8_t *)rd_cstr(&r, &n);
-	}
-	if (!b || n > sizeof(o->auth))
-		return -1;
-	memcpy(o->auth, b, n);
-	o->auth_len = n;
 	if ((o->caps & CAP_CONNECT_WITH_DB) && rd_left(&r) > 0) {
-		s = rd_cstr_eof(&r, &n);
-		if (!s || n >= sizeof(o->db))
+		if (rd_cstr_into(&r, true, o->db, sizeof(o->db)) < 0)
 			return -1;
-		copy_str(o->db, sizeof(o->db), s, n);
-		o->has_db = n > 0;
+		o->has_db = o->db[0] != 0;
 	}
 	if ((o->caps & CAP_PLUGIN_AUTH) && rd_left(&r) > 0) {
 		s = rd_cstr_eof(&r, &n);
@@ -391,31 +410,18 @@ int chu_parse(const uint8_t *p, size_t len, uint32_t caps, struct change_user *o
 {
 	struct rd r;
 	const char *s;
-	const uint8_t *b;
 	size_t n;
 
 	memset(o, 0, sizeof(*o));
 	rd_init(&r, p, len);
 	if (rd_int(&r, 1) != COM_CHANGE_USER)
 		return -1;
-	s = rd_cstr(&r, &n);
-	if (!s || n >= sizeof(o->user))
+	/* COM_CHANGE_USER frames its auth response by SECURE_CONNECTION only */
+	if (rd_cstr_into(&r, false, o->user, sizeof(o->user)) < 0 ||
+	    rd_auth(&r, caps & ~(uint32_t)CAP_PLUGIN_AUTH_LENENC, o->auth, sizeof(o->auth),
+	            &o->auth_len) < 0 ||
+	    rd_cstr_into(&r, true, o->db, sizeof(o->db)) < 0)
 		return -1;
-	copy_str(o->user, sizeof(o->user), s, n);
-	if (caps & CAP_SECURE_CONNECTION) {
-		n = (size_t)rd_int(&r, 1);
-		b = rd_bytes(&r, n);
-	} else {
-		b = (const uint8_t *)rd_cstr(&r, &n);
-	}
-	if (!b || n > sizeof(o->auth))
-		return -1;
-	memcpy(o->auth, b, n);
-	o->auth_len = n;
-	s = rd_cstr_eof(&r, &n);
-	if (!s || n >= sizeof(o->db))
-		return -1;
-	copy_str(o->db, sizeof(o->db), s, n);
 	if (rd_left(&r) >= 2) {
 		o->charset = (uint16_t)rd_int(&r, 2);
 		o->has_charset = true;
