@@ -5,29 +5,44 @@
 # writes to it; a host cut from etcd fences its writes (6446 refused, 6450
 # ERR naming why) while its reads go on and the others are untouched; it
 # steers writes again when etcd is back; a host that starts without etcd
-# starts fenced.
+# starts fenced; one of three etcd members stopped changes nothing, two
+# stopped fence every host's writes, and they resume once the members are
+# back.
 #
 # The hosts run in the test's network namespace with their own admin socket,
 # state file, bpffs pin dir, cgroup ($ITEST_CGROUP/hN: `mysteerctl exec`
 # runs a client there), 6450 address (127.0.0.1N) and no sk_lookup or
-# metrics listener. Each reaches etcd through its own socat forwarder, so a
-# host is cut from etcd by stopping its forwarder (SIGSTOP: connections hang,
-# as behind a partition) and restored with SIGCONT. The times measured are
+# metrics listener. etcd has three members on loopback; each host reaches
+# them through socat forwarders of its own (one per member, one process group
+# per host), so a host is cut from etcd by stopping its forwarders (SIGSTOP:
+# connections hang, as behind a partition) and restored with SIGCONT. The times measured are
 # logged; the deadlines are functional, with slack for a loaded machine.
 export SANDBOX_BASE_PORT=${SANDBOX_BASE_PORT:-6306}
 . "$(dirname "$0")/lib.sh"
 itest_init cluster
 . "$(dirname "$0")/etcd_lib.sh"
 
+# etcd's raft timing for loopback (its default, 100 ms heartbeats and a 1 s
+# election timeout, randomized up to 2 s, is about lease_ms itself: a lost
+# etcd leader would make renewals fail for as long as fence_after_ms)
+export ETCD_FLAGS="--heartbeat-interval 50 --election-timeout 500"
 LEASE_MS=2000
 FENCE_MS=2000
 HOSTS="1 2 3"
 declare -A HPID FWD
 
-fwd_port() { echo $((24000 + $1)); }
-fwd_start() { # host: its forwarder to etcd, a process group of its own
-	setsid socat "TCP-LISTEN:$(fwd_port "$1"),bind=127.0.0.1,reuseaddr,fork" \
-		"TCP:127.0.0.1:$(etcd_client_port 1)" &
+fwd_port() { echo $((24000 + $1 * 10 + $2)); } # host member
+fwd_endpoints() { # host
+	local m out=
+	for m in 1 2 3; do out+="${out:+, }http://127.0.0.1:$(fwd_port "$1" "$m")"; done
+	echo "$out"
+}
+fwd_start() { # host: its forwarders to the etcd members, a process group of its own
+	local m cmd=
+	for m in 1 2 3; do
+		cmd+="socat TCP-LISTEN:$(fwd_port "$1" "$m"),bind=127.0.0.1,reuseaddr,fork TCP:127.0.0.1:$(etcd_client_port "$m") & "
+	done
+	setsid bash -c "$cmd wait" &
 	FWD[$1]=$!
 }
 fwd_signal() { kill -"$2" -- -"${FWD[$1]}" 2>/dev/null; }
@@ -71,7 +86,7 @@ lookup = off
 bind = 127.0.0.1$h
 
 [cluster]
-etcd = http://127.0.0.1:$(fwd_port "$h")
+etcd = $(fwd_endpoints "$h")
 name = itest
 host_id = host$h
 lease_ms = $LEASE_MS
@@ -142,7 +157,7 @@ split() { # host query: through the host's 6450
 itest_sandbox_up
 sql_root "$P1" "CREATE DATABASE IF NOT EXISTS ct; CREATE TABLE IF NOT EXISTS ct.w (id INT AUTO_INCREMENT PRIMARY KEY, h INT)" ||
 	{ echo "not ok - test table"; exit 1; }
-etcd_up 1 || exit 1
+etcd_up 3 || exit 1
 for h in $HOSTS; do host_conf "$h"; fwd_start "$h"; done
 
 # --- one leader, one decision ---------------------------------------------------
@@ -248,6 +263,43 @@ fwd_signal "$cut" CONT
 ms=$(wait_until 30 steers "$cut" db2)
 check "host$cut steers writes to db2 once etcd answers" steers "$cut" db2
 measured "host$cut (started without etcd) steering writes $ms ms after etcd came back"
+
+# --- etcd members stopped ------------------------------------------------------
+no_fence_since() { # skip: no host logged a fence since its line skip[h]
+	local h
+	for h in $HOSTS; do
+		[ "$(tail -n +$((skip[$h] + 1)) "$T/h$h/log" | grep -c 'writes fenced')" = 0 ] || return 1
+	done
+}
+all_fenced() { local h; for h in $HOSTS; do fenced "$h" || return 1; done; }
+for h in $HOSTS; do skip[$h]=$(loglen "$h"); done
+el=$(etcd_leader) || el=1
+m1=$((el % 3 + 1)) m2=$(((el + 1) % 3 + 1))
+etcd_stop "$m1"
+sleep $((LEASE_MS * 3 / 1000))
+check "one etcd member of three stopped (m$m1, not the raft leader): every host still steers writes to db2" all_steer db2
+check "... and none fenced its writes meanwhile" no_fence_since
+check_eq "... one leader" 1 "$(leaders)"
+for h in $HOSTS; do skip[$h]=$(loglen "$h"); done
+t0=$(date +%s%3N)
+etcd_stop "$m2"
+ms=$(wait_until 30 all_fenced)
+check "two etcd members of three stopped: every host fences writes" all_fenced
+for h in $HOSTS; do
+	measured "host$h fenced $(($(log_ms "$h" "${skip[$h]}" 'writes fenced') - t0)) ms after the second member stopped (its log)"
+done
+check "... a 6450 read still goes on" split 2 "SELECT 1"
+for h in $HOSTS; do skip[$h]=$(loglen "$h"); done
+t0=$(date +%s%3N)
+etcd_start "$m1"
+etcd_start "$m2"
+ms=$(wait_until 60 all_steer db2)
+check "members back: every host steers writes to db2 again" all_steer db2
+for h in $HOSTS; do
+	measured "host$h steering writes $(($(log_ms "$h" "${skip[$h]}" 'writes steered again') - t0)) ms after the members were started again (its log)"
+done
+check_eq "... one leader" 1 "$(leaders)"
+check "host2: a write through 6450 again" split 2 "INSERT INTO ct.w (h) VALUES (2)"
 
 for h in $HOSTS; do
 	check "host$h: no crash" kill -0 "${HPID[$h]}"

@@ -5,6 +5,8 @@
 #   etcd_up 1            one member, client URL http://127.0.0.1:$ETCD_PORT
 #   etcd_up 3            three members (ports $ETCD_PORT, +10, +20)
 #   etcd_stop N / etcd_start N   stop (SIGKILL) or start member N again
+#   etcd_leader          the member that is raft leader now (1..N)
+#   ETCD_FLAGS           more flags for every member (e.g. election timing)
 ETCD_PORT=${ETCD_PORT:-23790}
 ETCD_N=0
 declare -A ETCD_PID
@@ -27,7 +29,7 @@ etcd_start() { # member
 		--listen-client-urls "http://127.0.0.1:$cp" --advertise-client-urls "http://127.0.0.1:$cp" \
 		--listen-peer-urls "http://127.0.0.1:$pp" --initial-advertise-peer-urls "http://127.0.0.1:$pp" \
 		--initial-cluster "$cluster" --initial-cluster-state new \
-		--initial-cluster-token "mysteer-itest" \
+		--initial-cluster-token "mysteer-itest" ${ETCD_FLAGS:-} \
 		>>"$T/etcd$i/log" 2>&1 &
 	ETCD_PID[$i]=$!
 	ITEST_PIDS+=($!)
@@ -39,6 +41,16 @@ etcd_stop() { # member
 	kill -KILL "$pid" 2>/dev/null
 	wait "$pid" 2>/dev/null
 	ETCD_PID[$1]=
+}
+
+etcd_leader() { # the member (1..N) that is raft leader now, as member 1.. see it
+	local i st
+	for i in $(seq 1 "$ETCD_N"); do
+		[ -n "${ETCD_PID[$i]:-}" ] || continue
+		st=$(curl -fsS -m 2 -X POST "http://127.0.0.1:$(etcd_client_port "$i")/v3/maintenance/status" -d '{}' 2>/dev/null) || continue
+		python3 -c 'import json,sys; d=json.loads(sys.argv[1]); sys.exit(0 if d["leader"] == d["header"]["member_id"] else 1)' "$st" && { echo "$i"; return 0; }
+	done
+	return 1
 }
 
 etcd_healthy() { # member

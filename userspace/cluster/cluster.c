@@ -46,6 +46,7 @@ static struct cl {
 	uint64_t keep_sent_ms;
 	bool ever_heard;
 	bool watch_up;
+	bool watch_restarted; /* once per spell of silence */
 	uint64_t watch_down_ms;
 	char etcd_error[192]; /* the last failure, "" after a success */
 	bool error_logged;
@@ -644,8 +645,12 @@ static void on_tick(struct evloop *l, uint64_t id, void *arg)
 		log_error("cluster: no timer: the lease is not renewed");
 	/* A renewal stuck on a member that does not answer: the watch on it is
 	 * likely stuck too. */
-	if (C.fence == FENCE_SILENT && C.watch_up)
+	if (C.fence == FENCE_SILENT && C.watch_up && !C.watch_restarted) {
 		etcd_watch_restart(C.e);
+		C.watch_restarted = true;
+	}
+	if (C.fence != FENCE_SILENT)
+		C.watch_restarted = false;
 	fence_eval();
 	step();
 }
