@@ -2,14 +2,22 @@
  * test_maps.c - the pure part of the eBPF publisher: topology -> map image
  * (targets, weights, fallback, services), route ids kept by name across
  * reloads, and the close-on-demote diff, plus the error listener's ERR
- * packet.
+ * packet and its pause when out of descriptors.
  */
+#define _GNU_SOURCE /* pipe2 */
 #include <arpa/inet.h>
 #include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/evloop.h"
+#include "maps/errlisten.h"
 #include "maps/maps.h"
 
 struct fixture {
@@ -449,6 +457,83 @@ START_TEST(err_packet)
 }
 END_TEST
 
+static void stop_loop(struct evloop *l, uint64_t id, void *arg)
+{
+	evloop_stop(l);
+}
+
+static int count_lines(const char *text, const char *what)
+{
+	int n = 0;
+
+	for (const char *p = text; (p = strstr(p, what)); p += strlen(what))
+		n++;
+	return n;
+}
+
+/* Out of descriptors, an error listener pauses its accepts (said once)
+ * instead of waking on the same pending connection, failing and saying so
+ * again; with descriptors back it serves the connections that waited. */
+START_TEST(error_listener_pauses_at_emfile)
+{
+	struct evloop *l = evloop_new();
+	char err[256];
+	struct errlisten *e = errl_new(l, "127.0.0.1", err, sizeof(err));
+	struct sockaddr_in a;
+	socklen_t al = sizeof(a);
+	int cl[3], pipefd[2], saved_err;
+	struct rlimit was, low;
+	char logbuf[16384] = "";
+	ssize_t got;
+
+	ck_assert_ptr_nonnull(e);
+	ck_assert_int_eq(errl_open(e, 0, err, sizeof(err)), 0);
+	ck_assert_int_eq(getsockname(errl_fd(e, 0), (struct sockaddr *)&a, &al), 0);
+	for (int i = 0; i < 3; i++) {
+		cl[i] = socket(AF_INET, SOCK_STREAM, 0);
+		ck_assert_int_ge(cl[i], 0);
+		ck_assert_int_eq(connect(cl[i], (struct sockaddr *)&a, al), 0);
+	}
+	ck_assert_int_eq(pipe2(pipefd, O_NONBLOCK), 0);
+	saved_err = dup(STDERR_FILENO);
+	ck_assert_int_ge(saved_err, 0);
+	ck_assert_int_ge(dup2(pipefd[1], STDERR_FILENO), 0);
+
+	/* The lowest free descriptor is past the limit: accept gets EMFILE. */
+	int probe = dup(0);
+	ck_assert_int_ge(probe, 0);
+	close(probe);
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &was), 0);
+	low = was;
+	low.rlim_cur = (rlim_t)probe;
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+	evloop_add_timer(l, 400, stop_loop, NULL);
+	evloop_run(l);
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &was), 0);
+	evloop_add_timer(l, 2500, stop_loop, NULL);
+	evloop_run(l);
+
+	dup2(saved_err, STDERR_FILENO);
+	close(saved_err);
+	got = read(pipefd[0], logbuf, sizeof(logbuf) - 1);
+	logbuf[got > 0 ? got : 0] = '\0';
+	close(pipefd[0]);
+	close(pipefd[1]);
+	ck_assert_msg(count_lines(logbuf, "error listener: accept:") == 1, "log: %s", logbuf);
+	ck_assert_msg(count_lines(logbuf, "accepts paused") == 1, "log: %s", logbuf);
+	ck_assert_msg(count_lines(logbuf, "accepting again") == 1, "log: %s", logbuf);
+	for (int i = 0; i < 3; i++) {
+		uint8_t pkt[64];
+
+		ck_assert_int_ge(read(cl[i], pkt, sizeof(pkt)), 5);
+		ck_assert_uint_eq(pkt[4], 0xff); /* the ERR packet, once accepted */
+		close(cl[i]);
+	}
+	errl_free(e);
+	evloop_free(l);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("maps");
@@ -465,6 +550,7 @@ int main(void)
 	tcase_add_test(tc, close_mask_adopted_matches_by_address);
 	tcase_add_test(tc, writer_blip_holds);
 	tcase_add_test(tc, err_packet);
+	tcase_add_test(tc, error_listener_pauses_at_emfile);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

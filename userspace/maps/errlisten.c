@@ -2,12 +2,16 @@
  * errlisten.c - see errlisten.h. Every accepted connection gets one small
  * packet and is closed at once, so nothing is kept per connection; the write
  * cannot block because the packet is far smaller than any socket buffer.
+ * Out of file descriptors, a listener stops accepting for a while instead
+ * of spinning: level-triggered, its pending connection would wake the loop
+ * at once again, each time with the same error.
  */
 #define _GNU_SOURCE
 #include "maps/errlisten.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,11 +26,16 @@
 /* ER_UNKNOWN_ERROR: libmariadb refuses client-range codes (2003) from a server
  * as a malformed packet, so a server code it is; the message names the reason. */
 #define ERRL_CODE 1105
+/* Accepts paused this long at EMFILE and the like, doubling up to the max. */
+#define ERRL_PAUSE_MS     50
+#define ERRL_PAUSE_MAX_MS 1000
 
 struct errl_route {
 	struct errlisten *owner;
 	int fd;
 	char msg[256];
+	uint64_t resume_timer; /* accepts paused (out of descriptors) until it fires */
+	uint64_t pause_ms;     /* the next pause; 0 after an accept that worked */
 };
 
 struct errlisten {
@@ -58,6 +67,39 @@ size_t maps_err_packet(uint8_t *buf, size_t len, uint16_t code, const char *msg)
 	return 4 + plen;
 }
 
+static void resume_accepts(struct evloop *l, uint64_t id, void *arg)
+{
+	struct errl_route *r = arg;
+
+	r->resume_timer = 0;
+	if (r->fd >= 0 && evloop_mod_fd(l, r->fd, EV_READ) < 0)
+		log_warn("error listener: cannot watch its socket again: %s", strerror(errno));
+}
+
+/* Out of descriptors (or kernel memory): no accept until a timer says so.
+ * Said once per run of pauses; the run ends with an accept that works. */
+static void pause_accepts(struct evloop *l, struct errl_route *r, int err)
+{
+	if (!r->pause_ms)
+		log_warn("error listener: accept: %s: accepts paused, retried every %d to %d ms",
+		         strerror(err), ERRL_PAUSE_MS, ERRL_PAUSE_MAX_MS);
+	r->pause_ms = r->pause_ms ? r->pause_ms * 2 : ERRL_PAUSE_MS;
+	if (r->pause_ms > ERRL_PAUSE_MAX_MS)
+		r->pause_ms = ERRL_PAUSE_MAX_MS;
+	if (r->resume_timer)
+		return;
+	r->resume_timer = evloop_add_timer(l, r->pause_ms, resume_accepts, r);
+	if (r->resume_timer && evloop_mod_fd(l, r->fd, 0) < 0) {
+		evloop_del_timer(l, r->resume_timer);
+		r->resume_timer = 0;
+	}
+}
+
+static bool out_of_fds(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+}
+
 static void on_accept(struct evloop *l, int fd, unsigned events, void *arg)
 {
 	struct errl_route *r = arg;
@@ -67,12 +109,17 @@ static void on_accept(struct evloop *l, int fd, unsigned events, void *arg)
 	for (;;) {
 		int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (c < 0) {
-			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-				log_warn("error listener: accept: %s", strerror(errno));
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
+			if (out_of_fds(errno))
+				pause_accepts(l, r, errno);
+			else if (errno != EAGAIN)
+				log_warn("error listener: accept: %s", strerror(errno));
 			return;
 		}
+		if (r->pause_ms)
+			log_info("error listener: accepting again");
+		r->pause_ms = 0;
 		if (write(c, pkt, n) != (ssize_t)n)
 			log_debug("error listener: short write: %s", strerror(errno));
 		/* Wait for nothing: the client reads the packet, then EOF. */
@@ -160,6 +207,10 @@ void errl_close(struct errlisten *e, size_t route)
 		return;
 	if (e->loop)
 		evloop_del_fd(e->loop, e->r[route].fd);
+	if (e->loop && e->r[route].resume_timer)
+		evloop_del_timer(e->loop, e->r[route].resume_timer);
+	e->r[route].resume_timer = 0;
+	e->r[route].pause_ms = 0;
 	close(e->r[route].fd);
 	e->r[route].fd = -1;
 }
