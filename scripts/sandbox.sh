@@ -31,6 +31,10 @@
 # SANDBOX_TLS=1 starts the servers with that CA and server certificate
 # (ssl_ca, ssl_cert, ssl_key): they offer TLS (and `REQUIRE SSL` accounts
 # work). Off by default, since the mariadb CLI then uses TLS on its own.
+# SANDBOX_PROXY_NETWORKS (e.g. 127.0.0.0/8) sets the servers'
+# proxy_protocol_networks: connections from there may start with a PROXY
+# header (the relay's and 6450's with [backend:NAME] proxy_protocol = on);
+# without one they are taken as usual.
 #
 # The first `up` on a machine initializes one template data directory (users
 # and grants included) and every later `up` copies it, which turns the three
@@ -167,6 +171,7 @@ start_server() { # port
 			--rpl-semi-sync-master-timeout="${SANDBOX_SEMISYNC_TIMEOUT_MS:-5000}")
 	fi
 	[ -n "${SANDBOX_BINLOG_FORMAT:-}" ] && extra+=(--binlog-format="$SANDBOX_BINLOG_FORMAT")
+	[ -n "${SANDBOX_PROXY_NETWORKS:-}" ] && extra+=(--proxy-protocol-networks="$SANDBOX_PROXY_NETWORKS")
 	if [ "${SANDBOX_TLS:-0}" = 1 ]; then
 		extra+=(--ssl-ca="$DIR/tls/ca.pem" --ssl-cert="$DIR/tls/server-cert.pem"
 			--ssl-key="$DIR/tls/server-key.pem")

@@ -644,18 +644,21 @@ START_TEST(test_backend_tls)
 	    {"[backend:b]\nhost = h\ntls = verify\n", "tls = verify needs tls_ca"},
 	    {"[backend:b]\nhost = h\ntls = on\ntls_ca = c.pem\n", "tls_ca is for tls = verify"},
 	    {"[backend:b]\nhost = h\ntls = verify\ntls_ca = junk.pem\n", "not a PEM certificate"},
+	    {"[backend:b]\nhost = h\nproxy_protocol = v2\n", "proxy_protocol: bad value"},
 	};
 	char text[512], want[300];
 	struct config *c;
 
 	write_conf("c.pem", tls_cert_pem, 0644);
 	write_conf("junk.pem", "not a certificate\n", 0644);
-	c = load_text(BE PW "[backend:b]\nhost = h\ntls = on\n"
+	c = load_text(BE PW "[backend:b]\nhost = h\ntls = on\nproxy_protocol = on\n"
 	                    "[backend:v]\nhost = v\ntls = verify\ntls_ca = c.pem\n");
 	ck_assert_msg(c, "%s", errbuf);
 	ck_assert_int_eq(c->backends[0].tls, BACKEND_TLS_OFF);
 	ck_assert_int_eq(c->backends[1].tls, BACKEND_TLS_ON);
 	ck_assert_int_eq(c->backends[2].tls, BACKEND_TLS_VERIFY);
+	ck_assert(!c->backends[0].proxy_protocol);
+	ck_assert(c->backends[1].proxy_protocol);
 	snprintf(want, sizeof(want), "%s/c.pem", tmpdir);
 	ck_assert_str_eq(c->backends[2].tls_ca, want);
 	config_free(c);

@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/proxyproto.h"
 #include "relay/relay.h"
 
 static int modes[] = {RELAY_COPY, RELAY_SPLICE};
@@ -416,8 +417,41 @@ START_TEST(mode_names)
 }
 END_TEST
 
+/* The PROXY v2 header: IPv4 pair, and IPv4 with IPv6 (mapped). */
+START_TEST(proxy_header_v2)
+{
+	struct sockaddr_storage a = {0}, b = {0}, c = {0};
+	struct sockaddr_in *a4 = (struct sockaddr_in *)&a, *b4 = (struct sockaddr_in *)&b;
+	struct sockaddr_in6 *c6 = (struct sockaddr_in6 *)&c;
+	static const uint8_t want4[28] = {
+	    0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a, 0x21, 0x11,
+	    0x00, 0x0c, 10,   0,    0,    5,    127,  0,    0,    1,    0x30, 0x39, 0x19, 0x32};
+	uint8_t buf[PP2_MAX];
+
+	a4->sin_family = b4->sin_family = AF_INET;
+	inet_pton(AF_INET, "10.0.0.5", &a4->sin_addr);
+	inet_pton(AF_INET, "127.0.0.1", &b4->sin_addr);
+	a4->sin_port = htons(12345);
+	b4->sin_port = htons(6450);
+	ck_assert_int_eq(pp2_build(buf, &a, &b), 28);
+	ck_assert_mem_eq(buf, want4, 28);
+	c6->sin6_family = AF_INET6;
+	inet_pton(AF_INET6, "2001:db8::1", &c6->sin6_addr);
+	c6->sin6_port = htons(6446);
+	ck_assert_int_eq(pp2_build(buf, &a, &c), 52);
+	ck_assert_int_eq(buf[13], 0x21);
+	ck_assert_int_eq(buf[15], 36);
+	ck_assert_int_eq(buf[16 + 10], 0xff); /* ::ffff:10.0.0.5 */
+	ck_assert_int_eq(buf[16 + 12], 10);
+	ck_assert_int_eq(buf[32 + 15], 1);
+	c.ss_family = AF_UNIX;
+	ck_assert_int_eq(pp2_build(buf, &a, &c), -1);
+}
+END_TEST
+
 int main(void)
 {
+
 	Suite *s = suite_create("relay");
 	TCase *tc = tcase_create("relay");
 	tcase_set_timeout(tc, 60);
@@ -429,6 +463,7 @@ int main(void)
 	tcase_add_loop_test(tc, refused_backend_resets_client, 0, 2);
 	tcase_add_loop_test(tc, close_pairs_of_one_listener, 0, 2);
 	tcase_add_test(tc, mode_names);
+	tcase_add_test(tc, proxy_header_v2);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -967,6 +967,16 @@ static bool set_backend(struct pctx *p, const char *key, const char *value)
 		b->tls = on ? BACKEND_TLS_ON : BACKEND_TLS_OFF;
 		return true;
 	}
+	if (!strcmp(key, "proxy_protocol")) {
+		int on = parse_bool(value);
+
+		if (on < 0) {
+			fail(p, p->line, "proxy_protocol: bad value \"%s\" (want on, off)", value);
+			return false;
+		}
+		b->proxy_protocol = on;
+		return true;
+	}
 	if (!strcmp(key, "tls_ca")) {
 		int keep = p->tls_line; /* that one points at [proxy]'s keys */
 		bool ok = set_pem(p, key, value, b->tls_ca, sizeof(b->tls_ca));
@@ -975,8 +985,9 @@ static bool set_backend(struct pctx *p, const char *key, const char *value)
 		return ok;
 	}
 	fail(p, p->line,
-	     "unknown key \"%s\" in [%s] (want host, port, priority, weight, tls, tls_ca)", key,
-	     p->where);
+	     "unknown key \"%s\" in [%s] (want host, port, priority, weight, tls, tls_ca, "
+	     "proxy_protocol)",
+	     key, p->where);
 	return false;
 }
 

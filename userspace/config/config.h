@@ -50,6 +50,7 @@ struct config_backend {
 	int line;     /* where it was defined, for messages */
 	enum backend_tls tls;
 	char tls_ca[4096]; /* PEM file, absolute path (tls = verify needs it) */
+	bool proxy_protocol; /* the relay and 6450 send a PROXY v2 header first */
 };
 
 struct config_route {

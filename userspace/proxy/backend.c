@@ -9,6 +9,8 @@
 #include "proxy/engine_int.h"
 #include "proxy/tls.h"
 
+#include "common/proxyproto.h"
+
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -107,7 +109,8 @@ void bconn_update(struct bconn *b)
  * its handshake is done), as send(2) and recv(2) (tls_as_socket_io). */
 static ssize_t bconn_send(struct bconn *b, const void *p, size_t n)
 {
-	if (!b->tls || b->st == B_TLS)
+	/* the PROXY header and the SSLRequest go before TLS */
+	if (!b->tls || b->st < B_AUTH)
 		return send(b->fd, p, n, MSG_NOSIGNAL);
 	return tls_as_socket_io(tls_write(b->tls, p, n), EPOLLOUT, &b->tls_want);
 }
@@ -531,6 +534,10 @@ struct bconn *bconn_open(struct client *c, const struct topo_backend *be, bool w
 	*full = false;
 	if (be->addrlen == 0)
 		return NULL;
+	/* a PROXY header names a client: no warm connections (pool_warm) */
+	bool pp = engine_backend_pp(c->w->e, be);
+	if (pp && c->ghost)
+		return NULL;
 	if (!slot_take(c->w->e, be->id)) {
 		*full = true;
 		return NULL;
@@ -557,6 +564,23 @@ struct bconn *bconn_open(struct client *c, const struct topo_backend *be, bool w
 			         be->name);
 			close(b->fd);
 			b->fd = -1;
+		}
+	}
+	if (b->fd >= 0 && pp) {
+		uint8_t hdr[PP2_MAX];
+		int n = pp2_build_fd(hdr, c->fd);
+
+		/* the header goes first, once the connect is done */
+		if (n < 0 || buf_append(&b->lout, hdr, (size_t)n) < 0) {
+			log_info("proxy: no PROXY header for %s to %s", c->host, be->name);
+			tls_free(b->tls);
+			b->tls = NULL;
+			buf_free(&b->lout);
+			close(b->fd);
+			b->fd = -1;
+		} else {
+			b->pp = true;
+			snprintf(b->pp_host, sizeof(b->pp_host), "%s", c->host);
 		}
 	}
 	if (b->fd < 0 || ep_add(c->w, b->fd, EPOLLOUT, b) < 0) {

@@ -349,6 +349,20 @@ struct ssl_st *engine_backend_tls(struct proxy_engine *e, const struct topo_back
 	return s;
 }
 
+bool engine_backend_pp(struct proxy_engine *e, const struct topo_backend *be)
+{
+	bool pp = false;
+
+	pthread_mutex_lock(&e->tls_mu);
+	for (size_t i = 0; i < e->nbe_conf; i++)
+		if (!strcmp(e->be_conf[i].name, be->name)) {
+			pp = e->be_conf[i].pp;
+			break;
+		}
+	pthread_mutex_unlock(&e->tls_mu);
+	return pp;
+}
+
 static void be_conf_free(struct be_conf *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -371,6 +385,7 @@ static int be_conf_make(const struct config *cfg, struct be_conf **out, size_t *
 
 		snprintf(v[i].name, sizeof(v[i].name), "%s", cb->name);
 		v[i].tls = cb->tls;
+		v[i].pp = cb->proxy_protocol;
 		if (cb->tls == BACKEND_TLS_OFF)
 			continue;
 		v[i].ctx = tls_client_ctx_new(cb->tls == BACKEND_TLS_VERIFY ? cb->tls_ca : NULL,

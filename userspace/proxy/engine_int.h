@@ -344,6 +344,10 @@ struct bconn {
 	struct ssl_st *tls;
 	uint32_t tls_want;
 	struct buf tls_hold; /* the handshake response, sent once TLS is up */
+	/* it began with a PROXY header ([backend:NAME] proxy_protocol) naming
+	 * pp_host, its client's address: only sessions from there take it */
+	bool pp;
+	char pp_host[INET6_ADDRSTRLEN];
 	size_t hist_applied;
 	/* server-side statements (struct bstmt): at most ps_per_conn, the least
 	 * recently used closed first; shared by the sessions that take the
@@ -418,6 +422,7 @@ struct be_conf {
 	char name[TOPO_NAME_MAX];
 	enum backend_tls tls;
 	struct ssl_ctx_st *ctx;
+	bool pp; /* proxy_protocol */
 };
 
 struct proxy_engine {
@@ -934,5 +939,7 @@ bool kill_answer_gone(struct client *c, const uint8_t *p, size_t n);
  * cannot be made. */
 struct ssl_st *engine_backend_tls(struct proxy_engine *e, const struct topo_backend *be, int fd,
                                   bool *failed);
+/* Whether connections to be start with a PROXY header (proxy_protocol). */
+bool engine_backend_pp(struct proxy_engine *e, const struct topo_backend *be);
 
 #endif

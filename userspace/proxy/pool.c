@@ -303,6 +303,7 @@ static struct bconn *pool_take(struct client *c, const struct topo_backend *be, 
 		if (b->backend_id != be->id || b->resetting || b->pool_caps != c->caps ||
 		    b->pool_ext_caps != c->ext_caps || b->pool_charset != c->charset ||
 		    strcmp(b->pool_user, c->user) || (b->pool_has_db && !c->db0[0]) ||
+		    (b->pp && strcmp(b->pp_host, c->host)) ||
 		    (b->hist_img && (!c->nhist || !hist_image_matches(c, b, fp))))
 			continue;
 		if (c->nhist && !b->hist_img) {
@@ -538,7 +539,7 @@ void pool_warm(struct worker *w)
 		const struct topo_backend *be = &t->backends[i];
 		/* sessions waiting for a slot come first */
 		if (!topo_backend_usable(be) || be->id >= PROXY_MAX_IDS ||
-		    atomic_load(&w->e->be_waiting[be->id]) > 0)
+		    atomic_load(&w->e->be_waiting[be->id]) > 0 || engine_backend_pp(w->e, be))
 			continue;
 		for (size_t g = 0; g < w->nghosts; g++) {
 			struct client *gh = &w->ghosts[g];

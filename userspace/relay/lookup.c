@@ -186,6 +186,15 @@ static void slot_clear(uint32_t slot)
  */
 /* IPv6 clients of an IPv4-only server (no IPv6 listener of its own): through
  * a relay listener on ::1. */
+/* [backend:NAME] proxy_protocol of b (a backend added at run time has no
+ * section: off). */
+static bool wants_pp(const struct topo_backend *b)
+{
+	const struct config_backend *cb = config_find_backend(S.d->cfg, b->name);
+
+	return cb && cb->proxy_protocol;
+}
+
 static void relay6(const struct topo_backend *b)
 {
 	struct slot *s = &S.slots6[b->id];
@@ -194,6 +203,7 @@ static void relay6(const struct topo_backend *b)
 
 	if (fd < 0)
 		return; /* no ::1 here: IPv6 clients get the error listener */
+	relay_set_proxy_protocol(S.relay, b->id | RELAY6, wants_pp(b));
 	if (s->kind != SLOT_RELAY)
 		log_info("lookup: %s: IPv6 clients relayed (the server has no IPv6 listener of "
 		         "its own)",
@@ -340,6 +350,7 @@ static void sync_relay(const struct topo_backend *b)
 		         strerror(errno));
 		return;
 	}
+	relay_set_proxy_protocol(S.relay, b->id, wants_pp(b));
 	if (s->kind != SLOT_RELAY)
 		log_info("lookup: %s: relayed through %s listener", b->name,
 		         relay_mode_name(relay_default_mode()));
@@ -359,6 +370,8 @@ static void sync_relay(const struct topo_backend *b)
 	}
 	int fd6 = relay_set_backend(S.relay, b->id | RELAY6, "::1",
 	                            (const struct sockaddr *)&b->addr, b->addrlen);
+	if (fd6 >= 0)
+		relay_set_proxy_protocol(S.relay, b->id | RELAY6, wants_pp(b));
 	if (fd6 < 0) {
 		if (s6->kind == SLOT_NONE)
 			log_debug("lookup: %s: no IPv6 relay listener: %s", b->name,

@@ -26,6 +26,7 @@
 
 #include "common/array.h"
 #include "common/log.h"
+#include "common/proxyproto.h"
 #include "common/thread.h"
 
 #define RELAY_BUF    (256 * 1024)
@@ -87,6 +88,7 @@ struct listener {
 	char bind[64];
 	struct sockaddr_storage dst;
 	socklen_t dstlen;
+	bool pp; /* relay_set_proxy_protocol */
 };
 
 /* A pair handed to a thread. */
@@ -94,6 +96,8 @@ struct incoming {
 	int fd[2];
 	uint32_t listener;
 	uint16_t lport;
+	uint8_t pp[PP2_MAX]; /* the PROXY header to send first, pplen bytes */
+	uint8_t pplen;
 };
 
 /* Pairs of this listener and service port (0: any) to end. */
@@ -478,7 +482,8 @@ static void pair_event(struct relay *r, struct pair *p, int idx, uint32_t ev)
 	pair_pump(r, p);
 }
 
-static int pair_start(struct relay *r, int cfd, int bfd, uint32_t listener, uint16_t lport)
+static int pair_start(struct relay *r, int cfd, int bfd, uint32_t listener, uint16_t lport,
+                      const uint8_t *pp, size_t pplen)
 {
 	struct pair *p = calloc(1, sizeof(*p));
 
@@ -501,6 +506,15 @@ static int pair_start(struct relay *r, int cfd, int bfd, uint32_t listener, uint
 		p->side[i].idx = i;
 		if (dir_init(r, &p->dir[i]) < 0)
 			goto fail;
+	}
+	/* the PROXY header goes to the backend before anything of the client's */
+	if (pplen && r->mode == RELAY_COPY) {
+		memcpy(p->dir[0].buf, pp, pplen);
+		p->dir[0].len = pplen;
+	} else if (pplen) {
+		if (write(p->dir[0].pipe[1], pp, pplen) != (ssize_t)pplen)
+			goto fail;
+		p->dir[0].inpipe = pplen;
 	}
 	set_nodelay(cfd);
 	set_nodelay(bfd);
@@ -559,17 +573,19 @@ static int connect_backend(const struct sockaddr_storage *dst, socklen_t len, un
 	return fd;
 }
 
-static int queue_pair(struct relay *r, int cfd, int bfd, uint32_t listener, uint16_t lport);
+static int queue_pair(struct relay *r, int cfd, int bfd, uint32_t listener, uint16_t lport,
+                      const uint8_t *pp, size_t pplen);
 
 /* Pairs go to the threads in turn: a thread of its own per core keeps one
  * busy pair, or one preempted thread, from holding up the others. */
-static int deal_pair(struct relay *r, int cfd, int bfd, uint32_t listener, uint16_t lport)
+static int deal_pair(struct relay *r, int cfd, int bfd, uint32_t listener, uint16_t lport,
+                     const uint8_t *pp, size_t pplen)
 {
 	size_t k = r->next_shard++ % (r->nshards + 1);
 
 	if (k == 0)
-		return pair_start(r, cfd, bfd, listener, lport);
-	return queue_pair(r->shards[k - 1], cfd, bfd, listener, lport);
+		return pair_start(r, cfd, bfd, listener, lport, pp, pplen);
+	return queue_pair(r->shards[k - 1], cfd, bfd, listener, lport, pp, pplen);
 }
 
 /* The local port of an accepted socket: the service port sk_lookup took it
@@ -678,7 +694,17 @@ static void accept_on(struct relay *r, uint32_t id)
 				r->fail_fn(id, e, r->fail_arg);
 			continue;
 		}
-		if (deal_pair(r, cfd, bfd, id, local_port(cfd)) < 0) {
+		uint8_t pp[PP2_MAX];
+		int pplen = 0;
+
+		if (l->pp && (pplen = pp2_build_fd(pp, cfd)) < 0) {
+			/* the client is gone already, or not TCP/IP */
+			log_debug("relay: no PROXY header for a client of backend %u", id);
+			close(cfd);
+			close(bfd);
+			continue;
+		}
+		if (deal_pair(r, cfd, bfd, id, local_port(cfd), pp, (size_t)pplen) < 0) {
 			close(cfd);
 			close(bfd);
 		}
@@ -760,6 +786,15 @@ fail:;
 	return -1;
 }
 
+void relay_set_proxy_protocol(struct relay *r, uint32_t id, bool on)
+{
+	pthread_mutex_lock(&r->mu);
+	struct listener *l = find_listener(r, id);
+	if (l)
+		l->pp = on;
+	pthread_mutex_unlock(&r->mu);
+}
+
 void relay_remove_backend(struct relay *r, uint32_t id)
 {
 	pthread_mutex_lock(&r->mu);
@@ -794,7 +829,7 @@ size_t relay_backend_ids(struct relay *r, uint32_t *ids, size_t max)
 /* Hands a pair to r's thread. -1 (the fds still the caller's) only when it
  * could not be queued. */
 static int queue_pair(struct relay *r, int fd_client, int fd_backend, uint32_t listener,
-                      uint16_t lport)
+                      uint16_t lport, const uint8_t *pp, size_t pplen)
 {
 	pthread_mutex_lock(&r->mu);
 	if (ARRAY_RESERVE(r->incoming, r->nin, r->capin, 8) < 0) {
@@ -805,6 +840,8 @@ static int queue_pair(struct relay *r, int fd_client, int fd_backend, uint32_t l
 	r->incoming[r->nin].fd[1] = fd_backend;
 	r->incoming[r->nin].listener = listener;
 	r->incoming[r->nin].lport = lport;
+	memcpy(r->incoming[r->nin].pp, pp, pplen);
+	r->incoming[r->nin].pplen = (uint8_t)pplen;
 	r->nin++;
 	pthread_mutex_unlock(&r->mu);
 	uint64_t one = 1;
@@ -821,7 +858,7 @@ int relay_add_pair(struct relay *r, int fd_client, int fd_backend)
 	pthread_mutex_lock(&r->mu);
 	size_t k = r->next_shard++ % (r->nshards + 1);
 	pthread_mutex_unlock(&r->mu);
-	return queue_pair(k ? r->shards[k - 1] : r, fd_client, fd_backend, NO_LISTENER, 0);
+	return queue_pair(k ? r->shards[k - 1] : r, fd_client, fd_backend, NO_LISTENER, 0, NULL, 0);
 }
 
 static void close_request(struct relay *r, uint32_t listener, uint16_t lport)
@@ -923,7 +960,8 @@ static void take_incoming(struct relay *r)
 	pthread_mutex_lock(&r->mu);
 	for (size_t i = 0; i < r->nin; i++) {
 		struct incoming *in = &r->incoming[i];
-		if (pair_start(r, in->fd[0], in->fd[1], in->listener, in->lport) < 0) {
+		if (pair_start(r, in->fd[0], in->fd[1], in->listener, in->lport, in->pp,
+		               in->pplen) < 0) {
 			close(in->fd[0]);
 			close(in->fd[1]);
 		}

@@ -62,6 +62,10 @@ void relay_free(struct relay *r);
  */
 int relay_set_backend(struct relay *r, uint32_t id, const char *bind_addr,
                       const struct sockaddr *dst, socklen_t dstlen);
+/* New connections through backend id's listener start with a PROXY v2
+ * header (the client's address and where it connected to), or stop doing
+ * so. Thread-safe; no-op for an id without a listener. */
+void relay_set_proxy_protocol(struct relay *r, uint32_t id, bool on);
 /* Closes the listener of backend id (pairs in flight continue). */
 void relay_remove_backend(struct relay *r, uint32_t id);
 /* The listener of backend id, -1 when none. */
