@@ -6,6 +6,8 @@
 # sk_lookup, held across a promote, are closed and reconnect to the new
 # writer. Without sock_diag too, and without sk_lookup, the daemon still
 # starts, runs connect steering, and says what is off and why (log, status).
+# Without the getpeername hooks (before 5.8) connect4 alone steers, and the
+# application sees the server's address as its peer.
 . "$(dirname "$0")/lib.sh"
 itest_init steer_fallback
 
@@ -59,5 +61,24 @@ check "sk_lookup off: the daemon says so" \
 off=$(status_json | json_get "d.get('sk_lookup_off', '')")
 check_eq "status says sk_lookup is off and why" "off by MYSTEER_TEST_NO_FEATURE" "$off"
 check_eq "connect steering still runs" "port $P2 1" "$(incg "$PEER" count 127.0.0.1 6446 1 | grep '^port')"
+
+# --- no getpeername hooks (before 5.8): connect4 alone steers.
+peer_of_6446() { incg python3 -c '
+import socket; s = socket.create_connection(("127.0.0.1", 6446), timeout=5)
+print("%s:%d" % s.getpeername())'; }
+check_eq "with the hooks, the application's peer is the VIP" "127.0.0.1:6446" "$(peer_of_6446)"
+# SIGKILL leaves its links pinned, as a crash or a kernel downgrade would.
+itest_daemon_stop KILL
+export MYSTEER_TEST_NO_FEATURE=getpeername
+itest_daemon_start "$T/mysteer.conf" || exit 1
+wait_until 10 writer_is db2 >/dev/null
+check "getpeername off: the daemon says so and what it means" \
+	grep -q "kernel features: getpeername off (off by MYSTEER_TEST_NO_FEATURE): applications see the server's address" "$T/mysteerd.log"
+check "the start line names connect4 alone" grep -q 'kernel features: connect4 on, getpeername off;' "$T/mysteerd.log"
+check "the earlier run's pinned getpeername links are removed" grep -q 'steer: removed pinned .*getpeer' "$T/mysteerd.log"
+off=$(status_json | json_get "d.get('getpeername_off', '')")
+check_eq "status says getpeername is off and why" "off by MYSTEER_TEST_NO_FEATURE" "$off"
+check_eq "connect steering runs with connect4 alone" "port $P2 1" "$(incg "$PEER" count 127.0.0.1 6446 1 | grep '^port')"
+check_eq "and the application's peer is the server itself" "127.0.0.1:$P2" "$(peer_of_6446)"
 itest_daemon_stop TERM
 itest_done

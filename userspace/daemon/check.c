@@ -94,7 +94,9 @@ static void check_kernel(struct check *c, const struct config *cfg)
 			    "absent (needs 6.5): close_on_demote cannot use the kernel's iterator");
 		btf__free(vmlinux);
 	}
-	check_prog(c, "connect4/6 steering", BPF_PROG_TYPE_CGROUP_SOCK_ADDR, cgroup, "4.17, 5.8");
+	check_prog(
+	    c, "connect4/6 steering", BPF_PROG_TYPE_CGROUP_SOCK_ADDR, cgroup,
+	    "4.17; the getpeername hooks 5.8, else applications see the server as their peer");
 	check_prog(c, "sockops accounting", BPF_PROG_TYPE_SOCK_OPS, cgroup, "4.13");
 	check_prog(c, "sk_lookup steering", BPF_PROG_TYPE_SK_LOOKUP, cfg->lookup, "5.9");
 	if (statfs("/sys/fs/bpf", &fs) == 0 && fs.f_type == BPF_FS_MAGIC)

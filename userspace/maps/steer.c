@@ -85,7 +85,8 @@ struct steer {
 	struct steer_list *list;
 	struct bpf_link *list_link;
 	int diag_fd;
-	char demote_how[512]; /* what close-on-demote uses, or why it is off */
+	char demote_how[512];  /* what close-on-demote uses, or why it is off */
+	char getpeer_off[256]; /* why the getpeername hooks are off, "" when on */
 	struct ring_buffer *rb;
 	/* error listeners by route id: on relay_address, and on ::1 for IPv6
 	 * clients when relay_address is IPv4 (NULL when the host has no ::1) */
@@ -306,9 +307,55 @@ static void load_closers(void)
 	         "by sock_diag SOCK_DESTROY (bpf_sock_destroy: %s)", why);
 }
 
+static void getpeername_autoload(bool on)
+{
+	bpf_program__set_autoload(S.conn->progs.ms_getpeername4, on);
+	bpf_program__set_autoload(S.conn->progs.ms_getpeername6, on);
+}
+
+/*
+ * connect4/6 (4.17) and, where the kernel has them, the getpeername hooks
+ * (5.8) that give an application the VIP back. Without them connect
+ * steering still works; an application asking getpeername() sees the
+ * server's own address. S.getpeer_off says why they are off.
+ */
+static int load_connect(char *err, size_t errlen)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, o, .pin_root_path = S.pin_dir);
+
+	S.getpeer_off[0] = '\0';
+	S.conn = steer_connect__open_opts(&o);
+	if (!S.conn)
+		goto fail;
+	unpin_stale_maps(S.conn->obj);
+	if (test_feature_off("getpeername")) {
+		snprintf(S.getpeer_off, sizeof(S.getpeer_off), "off by MYSTEER_TEST_NO_FEATURE");
+		getpeername_autoload(false);
+	}
+	if (!steer_connect__load(S.conn))
+		return 0;
+	if (S.getpeer_off[0])
+		goto fail;
+	/* A kernel before 5.8 refuses the whole object for the getpeername
+	 * programs' attach type: once more without them. */
+	snprintf(S.getpeer_off, sizeof(S.getpeer_off),
+	         "the kernel has no cgroup getpeername hooks (5.8): %s", strerror(errno));
+	steer_connect__destroy(S.conn);
+	S.conn = steer_connect__open_opts(&o);
+	if (!S.conn)
+		goto fail;
+	getpeername_autoload(false);
+	if (!steer_connect__load(S.conn))
+		return 0;
+fail:
+	snprintf(err, errlen, "load steer_connect: %s", strerror(errno));
+	return -1;
+}
+
 static int load_objects(char *err, size_t errlen)
 {
-	OPEN_SKEL(steer_connect, S.conn);
+	if (load_connect(err, errlen))
+		return -1;
 	OPEN_SKEL(steer_sockops, S.ops);
 	load_closers();
 	S.counters_fd = bpf_map__fd(S.conn->maps.counters);
@@ -366,6 +413,8 @@ static struct bpf_link *attach_one(struct bpf_program *prog, const char *name, c
 	return l;
 }
 
+static void remove_unused_link(const char *name, const char *why);
+
 static int attach_all(char *err, size_t errlen)
 {
 	struct bpf_program *progs[L_COUNT] = {
@@ -374,6 +423,10 @@ static int attach_all(char *err, size_t errlen)
 	};
 
 	for (int i = 0; i < L_COUNT && S.cgroup_fd >= 0; i++) {
+		if ((i == L_GETPEER4 || i == L_GETPEER6) && S.getpeer_off[0]) {
+			remove_unused_link(link_names[i], S.getpeer_off);
+			continue;
+		}
 		S.links[i] = attach_one(progs[i], link_names[i], err, errlen);
 		if (!S.links[i])
 			return -1;
@@ -1269,7 +1322,13 @@ static int steer_start(struct daemon_ctx *d, char *err, size_t errlen)
 		}
 		S.subscribed = true;
 	}
-	log_info("kernel features: connect4/getpeername on; close_on_demote %s", S.demote_how);
+	if (S.getpeer_off[0])
+		log_warn("kernel features: getpeername off (%s): applications see the server's "
+		         "address, not the VIP, as their peer",
+		         S.getpeer_off);
+	log_info("kernel features: %s; close_on_demote %s",
+	         S.getpeer_off[0] ? "connect4 on, getpeername off" : "connect4/getpeername on",
+	         S.demote_how);
 	log_info("steer: connect steering %s%s, maps in %s%s",
 	         S.cgroup_fd >= 0 ? "on cgroup " : "off", S.cgroup_fd >= 0 ? S.cgroup : "",
 	         S.pin_dir, S.adopted ? " (adopted)" : "");
@@ -1441,6 +1500,9 @@ static void steer_status(struct json_object *root)
 	if (S.running && S.demote_how[0])
 		json_object_object_add(root, "close_on_demote",
 		                       json_object_new_string(S.demote_how));
+	if (S.running && S.getpeer_off[0])
+		json_object_object_add(root, "getpeername_off",
+		                       json_object_new_string(S.getpeer_off));
 	if (!S.running || S.cgroup_fd < 0)
 		return;
 	json_object_object_add(root, "cgroup", json_object_new_string(S.cgroup));
