@@ -17,6 +17,9 @@
 #include "config/config.h"
 #include "topo/controller.h"
 
+/* How long the exit waits for etcd to take the lease back. */
+#define REVOKE_TIMEOUT_MS 500
+
 enum tag { TAG_GRANT = 1, TAG_KEEPALIVE, TAG_CAMPAIGN, TAG_PUBLISH, TAG_READ };
 
 /* Why writes are fenced; a change of it is logged, not each tick. */
@@ -722,6 +725,20 @@ static void cl_stop(struct daemon_ctx *d, bool keep)
 		controller_set_filter(C.ctl, NULL, NULL);
 	if (C.tick)
 		evloop_del_timer(d->loop, C.tick);
+	/* The lease given back: the leader key goes with it, so another host
+	 * leads now rather than when the lease would have expired. */
+	if (C.e && C.lease) {
+		char body[64], err[192];
+
+		snprintf(body, sizeof(body), "{\"ID\":\"%" PRId64 "\"}", C.lease);
+		if (etcd_post_now(C.e, "/v3/lease/revoke", body, REVOKE_TIMEOUT_MS, err,
+		                  sizeof(err)) == 0)
+			log_info("cluster: lease %" PRId64 " given back%s", C.lease,
+			         C.is_leader ? ": another host may lead now" : "");
+		else
+			log_warn("cluster: lease %" PRId64 " not given back (it expires): %s",
+			         C.lease, err);
+	}
 	etcd_free(C.e);
 	free(C.b64_leader);
 	free(C.b64_host);

@@ -151,14 +151,14 @@ static int on_progress_req(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t u
 	return atomic_load(&e->stopping) ? 1 : 0;
 }
 
-static CURL *easy_new(struct etcd *e)
+static CURL *easy_new(unsigned timeout_ms)
 {
 	CURL *c = curl_easy_init();
 
 	if (!c)
 		return NULL;
 	if (curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
-	    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)e->timeout_ms) != CURLE_OK ||
+	    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)timeout_ms) != CURLE_OK ||
 	    curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L) != CURLE_OK ||
 	    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L) != CURLE_OK ||
 	    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http") != CURLE_OK) {
@@ -230,7 +230,7 @@ static bool try_request(struct etcd *e, CURL *c, size_t i, struct item *it)
 static void *req_thread(void *arg)
 {
 	struct etcd *e = arg;
-	CURL *c = easy_new(e);
+	CURL *c = easy_new(e->timeout_ms);
 
 	pthread_mutex_lock(&e->lock);
 	for (;;) {
@@ -362,7 +362,7 @@ static bool pause_ms(struct etcd *e, unsigned ms)
 static void *watch_thread(void *arg)
 {
 	struct etcd *e = arg;
-	CURL *c = easy_new(e);
+	CURL *c = easy_new(e->timeout_ms);
 	struct wstate w = {.e = e};
 	char url[256];
 
@@ -553,6 +553,51 @@ int etcd_request(struct etcd *e, uint64_t tag, const char *path, const char *bod
 	pthread_cond_broadcast(&e->cond);
 	pthread_mutex_unlock(&e->lock);
 	return 0;
+}
+
+int etcd_post_now(struct etcd *e, const char *path, const char *body, unsigned timeout_ms,
+                  char *err, size_t errlen)
+{
+	size_t first = atomic_load(&e->cur_ep);
+	CURL *c = easy_new(timeout_ms);
+	int rc = -1;
+
+	if (!c) {
+		snprintf(err, errlen, "no curl handle");
+		return -1;
+	}
+	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 1L);
+	for (size_t k = 0; k < e->nep; k++) {
+		size_t i = (first + k) % e->nep;
+		char url[256];
+		struct buf b = {0};
+		long code = 0;
+		CURLcode cr;
+
+		snprintf(url, sizeof(url), "%s%s", e->ep[i], path);
+		curl_easy_setopt(c, CURLOPT_URL, url);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+		curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+		cr = curl_easy_perform(c);
+		if (cr != CURLE_OK) {
+			snprintf(err, errlen, "%s: %s", e->ep[i], curl_easy_strerror(cr));
+			free(b.p);
+			continue;
+		}
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+		struct json_object *j = b.p ? json_tokener_parse(b.p) : NULL;
+		if (j && code == 200 && !gateway_error(j, err, errlen))
+			rc = 0;
+		else if (!j || code != 200)
+			snprintf(err, errlen, "%s: HTTP %ld", e->ep[i], code);
+		json_object_put(j);
+		free(b.p);
+		break;
+	}
+	curl_easy_cleanup(c);
+	return rc;
 }
 
 size_t etcd_pending(struct etcd *e)

@@ -65,6 +65,11 @@ void etcd_free(struct etcd *e);
 /* Queues POST path (e.g. "/v3/kv/range") with body (JSON text, copied). -1
  * when out of memory. */
 int etcd_request(struct etcd *e, uint64_t tag, const char *path, const char *body);
+/* POST path with body now, on the caller's thread, blocking up to
+ * timeout_ms per endpoint (for the daemon's exit: giving the lease back).
+ * 0 when an endpoint answered 200 without an error, else -1 with err. */
+int etcd_post_now(struct etcd *e, const char *path, const char *body, unsigned timeout_ms,
+                  char *err, size_t errlen);
 /* Requests queued or in flight, not answered yet. */
 size_t etcd_pending(struct etcd *e);
 
