@@ -15,7 +15,9 @@
 #   its insert ran on (PyMySQL: insert, promote, SELECT LAST_INSERT_ID()).
 # Then the new primary SIGKILLed and the last replica promoted: only the
 # writes in flight (at most one per writer thread) have an unknown outcome,
-# none is refused. Then switchover_buffer_ms = 0 by reload and a switchover
+# none is refused. Then no writer for a while: KILL QUERY interrupts a
+# waiting statement (1317), a client leaving while it waits is cleaned up,
+# a waiting write goes on when the writer is back. Then switchover_buffer_ms = 0 by reload and a switchover
 # back: writes fail (the test can see what it checks).
 export SANDBOX_BINLOG_FORMAT=ROW
 . "$(dirname "$0")/lib.sh"
@@ -209,6 +211,48 @@ read -r acked missing late_old trx_new trx_old worst codes < <($PY "$T/verdict.p
 # (asynchronous replication may lose what the killed primary had not sent:
 # not the proxy's loss, logged only)
 measured "SIGKILL + promote: $acked writes acknowledged, $missing of them not on the new primary (asynchronous replication); the slowest took $worst ms"
+
+# --- no writer for a while (db3 fenced by hand, then writable again): a
+# waiting statement is interrupted by KILL QUERY (ERROR 1317), a client
+# closing while it waits is cleaned up, and a waiting write goes on when
+# the writer is back
+cat >"$T/kill.py" <<'PY'
+import subprocess, sys, threading, time, pymysql
+def conn():
+    return pymysql.connect(host='127.0.0.1', port=6450, user='app', password='app',
+                           autocommit=True, read_timeout=30)
+out = {}
+def insert(name, c):
+    t0 = time.time()
+    try:
+        c.cursor().execute("INSERT INTO chaos.lid (v) VALUES (7)")
+        out[name] = ('ok', time.time() - t0)
+    except pymysql.MySQLError as e:
+        out[name] = (e.args[0], time.time() - t0)
+a, b, d = conn(), conn(), conn()
+aid = a.thread_id()
+subprocess.run(sys.argv[1], shell=True, check=True)  # fence: no writer
+ta = threading.Thread(target=insert, args=('killed', a)); ta.start()
+td = threading.Thread(target=insert, args=('back', d)); td.start()
+# a client that sends a write and goes away while it waits
+e = conn()
+e._execute_command(3, "INSERT INTO chaos.lid (v) VALUES (8)")  # COM_QUERY, answer not read
+time.sleep(1)
+e._sock.close()
+b.cursor().execute('KILL QUERY %d' % aid)
+ta.join(20)
+subprocess.run(sys.argv[2], shell=True, check=True)  # writable again
+td.join(20)
+print('killed', *out.get('killed', ('none', 0)))
+print('back', *out.get('back', ('none', 0)))
+PY
+$PY "$T/kill.py" "$MYSTEERCTL --socket $T/admin.sock status >/dev/null; mariadb --no-defaults -uroot -S $SANDBOX_DIR/$P3/mysqld.sock -e 'SET GLOBAL read_only = 1' && sleep 1" \
+	"mariadb --no-defaults -uroot -S $SANDBOX_DIR/$P3/mysqld.sock -e 'SET GLOBAL read_only = 0'" >"$T/kill.out" 2>&1
+measured "a statement waiting for a writer: $(tr '\n' ' ' <"$T/kill.out")"
+check_eq "KILL QUERY of a statement waiting for a writer: ERROR 1317" 1317 "$(awk '$1 == "killed" {print $2}' "$T/kill.out")"
+check_eq "a write waiting while the writer was fenced goes on when it is writable again" ok "$(awk '$1 == "back" {print $2}' "$T/kill.out")"
+check "the daemon survived a client that left while waiting" kill -0 "$ITEST_DAEMON_PID"
+wait_until 15 test "$(ctl_writer)" = db3 >/dev/null
 
 # --- switchover_buffer_ms = 0 (reload): a switchover back fails writes
 sed -i 's/^switchover_buffer_ms = 10000$/switchover_buffer_ms = 0/' "$T/mysteer.conf"

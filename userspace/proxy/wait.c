@@ -205,6 +205,15 @@ void wait_expire(struct worker *w, uint64_t now)
  * it never ran, and ends as a statement the server interrupted. */
 void wait_kill(struct client *c)
 {
+	if (c->sw_waiting) {
+		/* a statement waiting for a writer (switchover.c) */
+		log_info("proxy: a statement of %s waiting for a writer killed (KILL QUERY)",
+		         c->user);
+		sw_dequeue(c);
+		cmd_fail_state(c, 1317, "70100", "Query execution was interrupted");
+		client_resume(c);
+		return;
+	}
 	if (!c->waiting)
 		return;
 	log_info("proxy: a statement of %s waiting for %s killed (KILL QUERY)", c->user,
