@@ -327,5 +327,12 @@ check "host2: a write through 6450 again" split 2 "INSERT INTO ct.w (h) VALUES (
 for h in $HOSTS; do
 	check "host$h: no crash" kill -0 "${HPID[$h]}"
 done
+met() { # host metric: its value in status --json
+	hctl "$1" --json status | json_get "[s['value'] for s in d['metrics']['$2']['series']][0]" 2>/dev/null
+}
+lh=$(leader_host)
+check_eq "metrics: the leader says so" 1 "$(met "$lh" mysteer_cluster_leader | cut -d. -f1)"
+check_eq "metrics: no host fenced now" "0 0 0" "$(for h in $HOSTS; do met "$h" mysteer_cluster_fenced | cut -d. -f1; done | tr '\n' ' ' | sed 's/ $//')"
+check "metrics: fences counted on host$cut" [ "$(met "$cut" mysteer_cluster_fences_total | cut -d. -f1)" -ge 1 ]
 hctl "$(leader_host)" status | sed 's/^/# /' | head -n 4
 itest_done

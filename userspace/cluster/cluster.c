@@ -14,6 +14,7 @@
 #include "cluster/etcd.h"
 #include "common/evloop.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "config/config.h"
 #include "topo/controller.h"
 
@@ -65,7 +66,14 @@ static struct cl {
 	char *decision; /* the decision of the topology applied (JSON text) */
 	enum fence fence;
 	char fence_why[192];
+	uint64_t fences; /* times writes were fenced since start */
 } C;
+
+/* The fleet's figures (docs/METRICS.md), collected at each render on the
+ * loop thread. */
+static struct {
+	struct metric_family *leader, *fenced, *epoch, *fences;
+} CM;
 
 static void step(void);
 
@@ -164,6 +172,8 @@ static void fence_eval(void)
 	if (f == C.fence && !strcmp(why, C.fence_why))
 		return;
 	if (f != C.fence) {
+		if (f != FENCE_NONE && C.fence == FENCE_NONE)
+			C.fences++;
 		if (f != FENCE_NONE)
 			log_warn("cluster: writes fenced on this host: %s", why);
 		else
@@ -660,6 +670,34 @@ static void on_tick(struct evloop *l, uint64_t id, void *arg)
 
 /* ---- the service ---- */
 
+static void collect(struct metrics *m, void *arg)
+{
+	if (!C.on)
+		return;
+	metric_set(metric_series(CM.leader, NULL), C.is_leader ? 1 : 0);
+	metric_set(metric_series(CM.fenced, NULL), C.fence != FENCE_NONE ? 1 : 0);
+	metric_set(metric_series(CM.epoch, NULL), (double)C.epoch);
+	metric_set(metric_series(CM.fences, NULL), (double)C.fences);
+}
+
+static void register_metrics(void)
+{
+	static bool done;
+	const struct metric_def defs[] = {
+	    {&CM.leader, METRIC_GAUGE, "mysteer_cluster_leader",
+	     "1 while this host leads the fleet", NULL},
+	    {&CM.fenced, METRIC_GAUGE, "mysteer_cluster_fenced",
+	     "1 while this host steers no writes (etcd not heard, no lease, no topology)", NULL},
+	    {&CM.epoch, METRIC_GAUGE, "mysteer_cluster_epoch",
+	     "Epoch of the fleet's topology this host steers by", NULL},
+	    {&CM.fences, METRIC_COUNTER, "mysteer_cluster_fences_total",
+	     "Times this host began to fence writes", NULL},
+	};
+
+	if (!done)
+		done = metrics_register(defs, sizeof(defs) / sizeof(defs[0]), collect, NULL);
+}
+
 static void cl_stop(struct daemon_ctx *d, bool keep);
 
 static int cl_start(struct daemon_ctx *d, char *err, size_t errlen)
@@ -707,6 +745,7 @@ static int cl_start(struct daemon_ctx *d, char *err, size_t errlen)
 		goto fail;
 	}
 	controller_set_filter(C.ctl, filter, NULL);
+	register_metrics();
 	log_info("cluster: %s as host %s, etcd %s, lease %u ms, fence after %u ms; writes fenced "
 	         "until etcd answers",
 	         C.name, C.host_id, cfg->cluster_etcd, C.lease_ms, C.fence_ms);
