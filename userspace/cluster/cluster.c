@@ -57,6 +57,7 @@ static struct cl {
 
 	char leader[64]; /* who leads, "" none known */
 	bool is_leader;
+	uint64_t led_since_ms; /* when this host won its lead */
 
 	uint64_t epoch;           /* of the newest topology applied */
 	struct json_object *topo; /* that topology */
@@ -246,11 +247,19 @@ static void apply(struct topology *t)
 		         "the fleet's writer %.60s is not a backend here", C.topo_writer);
 }
 
-/* Some backend not probed enough yet to say up or down: a leader just
- * started does not publish that (a restarted host that wins at once would
- * take the writer away from the fleet for `rise` probes). */
+/* Some backend not probed enough yet to say up or down, shortly after this
+ * host won the lead: that is not published (a restarted host that wins at
+ * once would take the writer away from the fleet for `rise` probes). Only
+ * for `rise` + 1 probe intervals and a timeout: a backend that stays
+ * unknown (a refused probe) must not stop the leader from deciding. */
 static bool unsettled(const struct topology *t)
 {
+	const struct config *cfg = C.d->cfg;
+	uint64_t settle =
+	    (uint64_t)(cfg->rise + 1) * (uint64_t)cfg->interval_ms + (uint64_t)cfg->timeout_ms;
+
+	if (now_ms() - C.led_since_ms > settle)
+		return false;
 	for (size_t i = 0; i < t->nbackends; i++)
 		if (t->backends[i].health == HEALTH_UNKNOWN &&
 		    t->backends[i].admin == ADMIN_ENABLED)
@@ -564,6 +573,7 @@ static void on_reply(const struct etcd_reply *r)
 		etcd_ok();
 		if (json_object_get_boolean(json_object_object_get(r->json, "succeeded"))) {
 			C.is_leader = true;
+			C.led_since_ms = now_ms();
 			snprintf(C.leader, sizeof(C.leader), "%s", C.host_id);
 			log_info("cluster: this host leads %s (epoch %" PRIu64 ", writer %s)",
 			         C.name, C.epoch, C.topo_writer[0] ? C.topo_writer : "none");
