@@ -43,6 +43,14 @@ struct world {
 	size_t last_len;
 	uint8_t scramble[SCRAMBLE_LEN];
 	int queries; /* COM_QUERYs the backends got */
+	/* the backends: how they present themselves (NULL: MySQL 8 with
+	 * mysql_native_password), and whether a login gets an AuthSwitchRequest
+	 * to caching_sha2_password (a MySQL 8.4 account without a native
+	 * password) instead of OK */
+	const struct ss_opts *srv_opts;
+	bool switch_sha2;
+	int logins;           /* logins the backends took */
+	bool login_native_ok; /* each was mysql_native_password with the right reply */
 };
 
 static int connect_cb(void *arg, const struct topo_backend *be)
@@ -57,7 +65,7 @@ static int connect_cb(void *arg, const struct topo_backend *be)
 	}
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0)
 		return -1;
-	w->srv[w->nsrv] = ss_new(sv[1], NULL);
+	w->srv[w->nsrv] = ss_new(sv[1], w->srv_opts);
 	ck_assert_ptr_nonnull(w->srv[w->nsrv]);
 	w->nsrv++;
 	return sv[0];
@@ -76,7 +84,24 @@ static void serve(struct world *w, struct ss_server *s)
 		return;
 	}
 	while (ss_next(s, &r) == 1) {
-		if (r.phase != SS_COMMAND) {
+		if (r.phase == SS_LOGIN && w->srv_opts && w->srv_opts->scramble) {
+			uint8_t stage1[SHA1_LEN], want[SHA1_LEN];
+
+			ck_assert(r.login_ok);
+			sha1("app", 3, NULL, 0, stage1);
+			native_reply(w->srv_opts->scramble, stage1, want);
+			w->logins++;
+			w->login_native_ok &= !strcmp(r.login.plugin, NATIVE_PLUGIN) &&
+			                      r.login.auth_len == SHA1_LEN &&
+			                      !memcmp(r.login.auth, want, SHA1_LEN);
+			if (w->switch_sha2) {
+				static const uint8_t scr[SCRAMBLE_LEN + 1] = "abcdefghijklmnopqrst";
+
+				ss_auth_switch(s, SHA2_PLUGIN, scr, sizeof(scr));
+			} else {
+				ss_ok(s, NULL);
+			}
+		} else if (r.phase != SS_COMMAND) {
 			ck_assert(r.login_ok);
 			ss_ok(s, NULL);
 		} else if (r.n > 7 && r.p[0] == COM_QUERY &&
@@ -289,6 +314,76 @@ START_TEST(test_large_command_then_answer)
 }
 END_TEST
 
+/* A MySQL 8.4 server whose handshake names caching_sha2_password, for
+ * backend logins. */
+static const uint8_t mysql84_scramble[SCRAMBLE_LEN] = "0123456789ABCDEFGHIJ";
+static const struct ss_opts mysql84 = {
+    .version = "8.4.3",
+    .plugin = SHA2_PLUGIN,
+    .scramble = mysql84_scramble,
+};
+
+/* A MySQL 8.4 backend whose handshake names caching_sha2_password and whose
+ * account uses mysql_native_password: the proxy answers with that plugin and
+ * the native scramble of the server's nonce, and the server takes it without
+ * an auth switch; reads and writes run. */
+START_TEST(test_mysql84_native_account)
+{
+	struct world *w = world_new();
+	size_t before;
+
+	w->srv_opts = &mysql84;
+	w->login_native_ok = true;
+	before = w->npkts;
+	query(w, "SELECT 1", 0);
+	pump(w);
+	ck_assert_uint_eq(w->npkts - before, 4);
+	ck_assert_uint_eq(w->first[before], 1);
+	before = w->npkts;
+	query(w, "INSERT INTO t VALUES (1)", 0);
+	pump(w);
+	ck_assert_uint_eq(w->npkts - before, 1);
+	ck_assert_uint_eq(w->first[before], 0x00);
+	ck_assert_int_ge(w->logins, 2); /* a reader and the writer */
+	ck_assert(w->login_native_ok);
+	world_free(w);
+}
+END_TEST
+
+/* A MySQL 8.4 account with caching_sha2_password only: the server switches
+ * the proxy's login to it, which the proxy cannot answer (it has only
+ * SHA1(password)). The statement gets ERR 1251 naming the plugin and the
+ * fix, at once: a read after trying the other backend, a write without
+ * waiting for another writer as for a lost one. The session goes on. */
+START_TEST(test_mysql84_sha2_account_refused_clearly)
+{
+	static const char *const stmts[] = {"SELECT 1", "INSERT INTO t VALUES (1)"};
+	struct world *w = world_new();
+	struct err_pkt e;
+	size_t before;
+
+	w->srv_opts = &mysql84;
+	w->switch_sha2 = true;
+	w->login_native_ok = true;
+	for (size_t i = 0; i < 2; i++) {
+		before = w->npkts;
+		query(w, stmts[i], 0);
+		pump(w);
+		ck_assert_uint_eq(w->npkts - before, 1);
+		ck_assert_uint_eq(w->first[before], 0xff);
+		ck_assert_int_eq(err_parse(w->last, w->last_len, &e), 0);
+		ck_assert_uint_eq(e.code, 1251);
+		ck_assert_str_eq(e.sqlstate, "08004");
+		ck_assert_msg(strstr(e.msg, "caching_sha2_password") &&
+		                  strstr(e.msg, "mysql_native_password only"),
+		              "%s", e.msg);
+	}
+	ck_assert_int_eq(w->queries, 0);
+	ck_assert(w->login_native_ok);
+	world_free(w);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("engine");
@@ -299,6 +394,8 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_select_roundtrip);
 	tcase_add_test(tc, test_large_command_then_answer);
+	tcase_add_test(tc, test_mysql84_native_account);
+	tcase_add_test(tc, test_mysql84_sha2_account_refused_clearly);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -385,6 +385,24 @@ static void bconn_auth_reply(struct bconn *b, const uint8_t *p, size_t n, uint8_
 			bconn_fail(b, "write failed");
 		return;
 	}
+	if (n > 0 && p[0] == 0xfe &&
+	    auth_switch_parse(p, n, plugin, sizeof(plugin), scr, &sl) == 0) {
+		/* Another plugin: a MySQL 8 account with caching_sha2_password.
+		 * The proxy has only SHA1(password), so it cannot answer; the
+		 * session gets the error a client without that plugin gets, named,
+		 * as a refused login (not a lost server, which a writer's
+		 * statement would wait out). */
+		memset(&e, 0, sizeof(e));
+		e.code = 1251; /* ER_NOT_SUPPORTED_AUTH_MODE */
+		snprintf(e.sqlstate, sizeof(e.sqlstate), "08004");
+		snprintf(
+		    e.msg, sizeof(e.msg),
+		    "mysteer: backend %.32s asks for %.32s for user '%.48s'; the proxy logs in to "
+		    "backends with mysql_native_password only (give the account that plugin)",
+		    b->name, plugin, b->c->user);
+		bconn_fail_login(b, &e);
+		return;
+	}
 	bconn_fail(b, "unsupported authentication request");
 }
 
