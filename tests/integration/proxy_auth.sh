@@ -17,7 +17,9 @@
 # - a reload empties the cache (full authentication again); without RSA
 #   keys, a plain-text sha2 login is refused with ERR 1045 and a log line;
 # - default_auth_plugin = mysql_native_password: a client asking for
-#   caching_sha2_password is switched to mysql_native_password.
+#   caching_sha2_password is switched to mysql_native_password;
+# - a backend account with another plugin (ed25519) switches the proxy's
+#   login: ERR 1251 naming the plugin, at once, for a read and a write.
 . "$(dirname "$0")/lib.sh"
 itest_init proxy_auth
 # The ASan/UBSan daemon when `make asan-bins` built it (`make test` does):
@@ -176,6 +178,31 @@ check_eq "mariadb with its default plugin logs in" "app@%" \
 check_eq "both with mysql_native_password" 2 "$(logins "mysql_native_password$")"
 out=$(m app wrong --skip-ssl -e "SELECT 1" 2>&1)
 check "a wrong password: ERROR 1045" grep -q "ERROR 1045" <<<"$out"
+
+# --- a backend account with another plugin ---------------------------------------------
+# The proxy logs in to the backends with mysql_native_password only; an
+# account with another plugin (here MariaDB's ed25519; a MySQL 8 account with
+# caching_sha2_password alike) makes the server switch the login: the
+# statement gets ERR 1251 naming the backend and the plugin, at once (a write
+# does not wait for another writer as for a lost one), and the daemon goes on.
+for port in $P1 $P2 $P3; do
+	sql_root "$port" "SELECT COUNT(*) FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'ed25519'" |
+		grep -q 1 || sql_root "$port" "INSTALL SONAME 'auth_ed25519'"
+	sql_root "$port" "SET sql_log_bin = 0; CREATE USER 'edu'@'%' IDENTIFIED VIA ed25519 USING PASSWORD('edu');
+		GRANT ALL ON *.* TO 'edu'@'%'"
+done
+printf '\n[user:edu]\npassword = edu\n' >>"$T/mysteer.conf"
+check "reload with user edu" ctl reload
+for q in "SELECT 1" "CREATE TABLE IF NOT EXISTS test.edu_t (a INT)"; do
+	start=$(date +%s%N)
+	out=$(timeout 30 mariadb --no-defaults -h127.0.0.1 -P$PP -uedu -pedu --skip-ssl -N -B -e "$q" 2>&1)
+	measured "edu '$q': answered in $((($(date +%s%N) - start) / 1000000)) ms: $(grep -m1 ERROR <<<"$out")"
+	check "edu '$q': ERROR 1251 naming the plugin" \
+		grep -q "ERROR 1251 (08004).*asks for client_ed25519 for user 'edu'.*mysql_native_password only" <<<"$out"
+done
+check_eq "edu's write did not run" 0 "$(sql_root "$P1" "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_NAME = 'edu_t'")"
+check "the log names it" grep -q "login refused: 1251 mysteer: backend db[123] asks for client_ed25519" "$LOG"
+check_eq "app still logs in" "app@%" "$(m app app --skip-ssl -e 'SELECT CURRENT_USER()')"
 
 check "mysteerd is still running" kill -0 "$ITEST_DAEMON_PID"
 itest_daemon_stop TERM
