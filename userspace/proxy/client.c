@@ -10,6 +10,7 @@
  * connections backend.c's.
  */
 #define _GNU_SOURCE
+#include "common/dlist.h"
 #include "proxy/engine_int.h"
 
 #include <arpa/inet.h>
@@ -642,15 +643,7 @@ static void preauth_unlink(struct client *c)
 
 	if (!c->preauth)
 		return;
-	if (c->pre_prev)
-		c->pre_prev->pre_next = c->pre_next;
-	else
-		w->pre_head = c->pre_next;
-	if (c->pre_next)
-		c->pre_next->pre_prev = c->pre_prev;
-	else
-		w->pre_tail = c->pre_prev;
-	c->pre_prev = c->pre_next = NULL;
+	DLIST_UNLINK(w->pre_head, w->pre_tail, c, pre_prev, pre_next);
 	c->preauth = false;
 	w->npre--;
 }
@@ -660,13 +653,7 @@ static void preauth_link(struct client *c)
 	struct worker *w = c->w;
 
 	c->preauth = true;
-	c->pre_prev = w->pre_tail;
-	c->pre_next = NULL;
-	if (w->pre_tail)
-		w->pre_tail->pre_next = c;
-	else
-		w->pre_head = c;
-	w->pre_tail = c;
+	DLIST_PUSH_BACK(w->pre_head, w->pre_tail, c, pre_prev, pre_next);
 	w->npre++;
 }
 

@@ -23,6 +23,7 @@
  * have run (backend.c answers it with ERR 1158).
  */
 #define _GNU_SOURCE
+#include "common/dlist.h"
 #include "proxy/engine_int.h"
 
 #include <stdio.h>
@@ -86,13 +87,7 @@ void sw_enqueue(struct client *c)
 	c->sw_waiting = true;
 	c->sw_start = now_ms();
 	c->sw_deadline = c->sw_start + (uint64_t)atomic_load(&w->e->sw_ms);
-	c->sw_next = NULL;
-	c->sw_prev = w->sw_tail;
-	if (w->sw_tail)
-		w->sw_tail->sw_next = c;
-	else
-		w->sw_head = c;
-	w->sw_tail = c;
+	DLIST_PUSH_BACK(w->sw_head, w->sw_tail, c, sw_prev, sw_next);
 	atomic_fetch_add(&w->sw_n, 1);
 	atomic_fetch_add(&w->e->sw_waiting_now, 1);
 	proxy_metrics_switchover(SW_METRIC_WAIT);
@@ -105,15 +100,7 @@ void sw_dequeue(struct client *c)
 
 	if (!c->sw_waiting)
 		return;
-	if (c->sw_prev)
-		c->sw_prev->sw_next = c->sw_next;
-	else
-		w->sw_head = c->sw_next;
-	if (c->sw_next)
-		c->sw_next->sw_prev = c->sw_prev;
-	else
-		w->sw_tail = c->sw_prev;
-	c->sw_prev = c->sw_next = NULL;
+	DLIST_UNLINK(w->sw_head, w->sw_tail, c, sw_prev, sw_next);
 	c->sw_waiting = false;
 	atomic_fetch_sub(&w->sw_n, 1);
 	atomic_fetch_sub(&w->e->sw_waiting_now, 1);

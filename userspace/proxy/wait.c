@@ -9,6 +9,7 @@
  * path at the cap comes here.
  */
 #define _GNU_SOURCE
+#include "common/dlist.h"
 #include "proxy/engine_int.h"
 
 #include <stdio.h>
@@ -64,15 +65,7 @@ void wait_dequeue(struct client *c)
 
 	if (!c->waiting)
 		return;
-	if (c->wait_prev)
-		c->wait_prev->wait_next = c->wait_next;
-	else
-		w->wait_head = c->wait_next;
-	if (c->wait_next)
-		c->wait_next->wait_prev = c->wait_prev;
-	else
-		w->wait_tail = c->wait_prev;
-	c->wait_prev = c->wait_next = NULL;
+	DLIST_UNLINK(w->wait_head, w->wait_tail, c, wait_prev, wait_next);
 	w->wait_n[c->wait_id]--;
 	w->nwaiting--;
 	atomic_fetch_sub(&w->e->be_waiting[c->wait_id], 1);
@@ -115,13 +108,7 @@ void wait_enqueue(struct client *c)
 		c->wait_ticket = atomic_fetch_add(&e->wait_tickets, 1);
 		c->wait_start = now_ms();
 		c->wait_deadline = c->wait_start + e->wait_ms;
-		c->wait_next = NULL;
-		c->wait_prev = w->wait_tail;
-		if (w->wait_tail)
-			w->wait_tail->wait_next = c;
-		else
-			w->wait_head = c;
-		w->wait_tail = c;
+		DLIST_PUSH_BACK(w->wait_head, w->wait_tail, c, wait_prev, wait_next);
 		w->nwaiting++;
 		atomic_fetch_add(&e->waiting_total, 1);
 		atomic_fetch_add(&e->be_waits[id], 1);
