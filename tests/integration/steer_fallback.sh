@@ -48,6 +48,8 @@ done
 line=$(grep 'close_on_demote: closed [1-9].*(sock_diag)' "$T/mysteerd.log" | tail -n 1)
 measured "${line#* info: }"
 check "the daemon logged the closes by sock_diag" [ -n "$line" ]
+closed=$(status_json | json_get "sum(s['value'] for s in d['metrics']['mysteer_kernel_closed_on_demote_total']['series'] if s['labels']['backend'] == 'db1')")
+check "mysteer_kernel_closed_on_demote_total counts db1's sock_diag closes ($closed)" [ "${closed%.*}" -ge 2 ]
 
 # --- nothing to close with, and no sk_lookup: it starts and says so.
 itest_daemon_stop TERM

@@ -115,6 +115,10 @@ struct steer {
 	/* connections kept while their writer route has no target, by backend
 	 * id: bit = route id (maps_hold_writer) */
 	uint32_t held[MS_MAX_BACKENDS];
+	/* closes by sock_diag, by backend id (__atomic): the kernel counts the
+	 * kfunc's own in the counters map, which userspace cannot add to
+	 * without racing the kernel's adds to the other fields */
+	uint64_t diag_closed[MS_MAX_BACKENDS];
 	int counters_fd;
 	maps_demote_fn demote_fn; /* the relay's close of its pairs */
 	void *demote_arg;
@@ -849,6 +853,9 @@ static void close_by_sockdiag(const uint32_t mask[MS_MAX_BACKENDS])
 			                          r->raddr, r->rport);
 			if (rc == 0 || rc == -ENOENT) {
 				closed += rc == 0; /* ENOENT: it closed meanwhile */
+				if (rc == 0 && r->backend_id < MS_MAX_BACKENDS)
+					__atomic_add_fetch(&S.diag_closed[r->backend_id], 1,
+					                   __ATOMIC_RELAXED);
 			} else {
 				failed++;
 				err = -rc;
@@ -1367,6 +1374,7 @@ static void steer_counters_reset(uint32_t backend_id)
 
 	if (S.counters_fd < 0 || backend_id >= MS_MAX_BACKENDS)
 		return;
+	__atomic_store_n(&S.diag_closed[backend_id], 0, __ATOMIC_RELAXED);
 	if (bpf_map_update_elem(S.counters_fd, &backend_id, &zero, BPF_ANY))
 		log_warn("steer: cannot clear the counters of backend id %u: %s", backend_id,
 		         strerror(errno));
@@ -1452,7 +1460,9 @@ static void collect_kernel(struct metrics *m, void *arg)
 		metric_set(metric_at(KM.steered, b->name), (double)v.steered);
 		metric_set(metric_at(KM.active, b->name), (double)v.active);
 		metric_set(metric_at(KM.failures, b->name), (double)v.connect_failures);
-		metric_set(metric_at(KM.closed, b->name), (double)v.closed_on_demote);
+		metric_set(metric_at(KM.closed, b->name),
+		           (double)(v.closed_on_demote +
+		                    __atomic_load_n(&S.diag_closed[id], __ATOMIC_RELAXED)));
 	}
 	topo_put(t);
 }
