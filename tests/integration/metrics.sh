@@ -68,7 +68,14 @@ ctl enable db1 >/dev/null
 ms=$(wait_until 15 test "$(http_code /ready)" = 200)
 check "/ready: 200 again with db1 back (${ms} ms)" test "$(http_code /ready)" = 200
 
+# A login through 6450 and one with a wrong password: accepted twice, one refused.
+mariadb --no-defaults -h127.0.0.1 -P6450 -uapp -papp -N -B -e 'SELECT 1' >/dev/null 2>&1
+mariadb --no-defaults -h127.0.0.1 -P6450 -uapp -pwrong -N -B -e 'SELECT 1' >/dev/null 2>&1
 curl -s --max-time 10 "http://$M/metrics" >"$T/metrics.txt"
+accepted=$(awk '$1 == "mysteer_proxy_client_connections_total" {print $2}' "$T/metrics.txt")
+check "mysteer_proxy_client_connections_total counts both logins ($accepted)" [ "${accepted:-0}" -ge 2 ]
+check "mysteer_proxy_client_refused_total counts the wrong password" \
+	grep -qE '^mysteer_proxy_client_refused_total\{reason="access_denied"\} [1-9]' "$T/metrics.txt"
 promtool check metrics <"$T/metrics.txt" >"$T/promtool.out" 2>&1
 check "promtool check metrics passes" [ $? = 0 ]
 sed 's/^/# promtool: /' "$T/promtool.out" | head -n 20

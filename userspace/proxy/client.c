@@ -629,6 +629,8 @@ static void deny(struct client *c, uint8_t seq, bool with_password)
 	log_info("proxy: access denied for user '%s'@'%s'%s", c->user, c->host,
 	         c->chu_prev ? " (COM_CHANGE_USER: the session stays the previous user's)" : "");
 	client_err(c, seq, 1045, "28000", msg);
+	if (!c->chu_prev)
+		proxy_metrics_client(CLIENT_REFUSED_DENIED);
 	if (c->chu_prev)
 		chu_restore(c);
 	else
@@ -670,6 +672,7 @@ static bool preauth_evict(struct worker *w)
 	if (!c)
 		return false;
 	log_debug("proxy: the oldest connection not logged in (from %s) makes room", c->host);
+	proxy_metrics_client(CLIENT_REFUSED_EVICTED);
 	client_err(c, reply_seq(c), 1040, "08004",
 	           "Too many connections (mysteer: the oldest connection not logged in made "
 	           "room for a new one)");
@@ -946,6 +949,7 @@ static void client_auth(struct client *c, const uint8_t *p, size_t n, uint8_t se
 	if (!c->tls && atomic_load(&c->w->e->require_tls)) {
 		log_info("proxy: a plain-text login from %s refused: require_secure_transport = on",
 		         c->host);
+		proxy_metrics_client(CLIENT_REFUSED_INSECURE);
 		client_err(c, (uint8_t)(seq + 1), 3159, "HY000",
 		           "Connections using insecure transport are prohibited while "
 		           "--require_secure_transport=ON.");
@@ -1396,6 +1400,7 @@ static bool admit(struct worker *w, int fd)
 			return true;
 		atomic_fetch_sub(&e->nclients, 1);
 		if (!preauth_evict(w)) {
+			proxy_metrics_client(CLIENT_REFUSED_FULL);
 			refuse(fd, 1040, "Too many connections");
 			return false;
 		}
@@ -1436,9 +1441,11 @@ struct client *client_adopt(struct worker *w, int fd, const struct sockaddr_stor
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		atomic_fetch_sub(&e->nclients, 1);
+		proxy_metrics_client(CLIENT_REFUSED_NO_MEMORY);
 		refuse(fd, 1041, "Out of memory");
 		return NULL;
 	}
+	proxy_metrics_client(CLIENT_ACCEPTED);
 	c->type = EV_CLIENT;
 	c->w = w;
 	c->fd = fd;

@@ -904,6 +904,17 @@ void proxy_metrics_answered(struct client *c, struct bconn *b);
  * writer refused as read-only (or never got) was taken back to wait */
 enum sw_metric { SW_METRIC_WAIT, SW_METRIC_TIMEOUT, SW_METRIC_RETAKE };
 void proxy_metrics_switchover(enum sw_metric what);
+/* a client connection accepted, or refused (and why) */
+enum client_metric {
+	CLIENT_ACCEPTED,
+	CLIENT_REFUSED_FULL,     /* max_client_connections, nothing to evict */
+	CLIENT_REFUSED_EVICTED,  /* not logged in, made room for a new one */
+	CLIENT_REFUSED_INSECURE, /* plain text with require_secure_transport */
+	CLIENT_REFUSED_DENIED,   /* wrong user or password */
+	CLIENT_REFUSED_NO_MEMORY,
+	CLIENT_METRIC_COUNT
+};
+void proxy_metrics_client(enum client_metric what);
 void cmd_fail(struct client *c, uint16_t code, const char *msg);
 /* the same with the SQLSTATE of an error a server gave */
 void cmd_fail_state(struct client *c, uint16_t code, const char *sqlstate, const char *msg);

@@ -18,7 +18,31 @@ static struct {
 	struct metric_family *decisions, *stmts, *errors, *seconds;
 	struct metric_series *by_tok[CLS_END + 1];
 	struct metric_series *sw[3];
+	struct metric_series *clients[CLIENT_METRIC_COUNT];
 } M = {.once = PTHREAD_ONCE_INIT};
+
+static void register_client_metrics(void)
+{
+	static const char *const reason[] = {"reason", NULL};
+	static const char *const why[CLIENT_METRIC_COUNT] = {
+	    [CLIENT_REFUSED_FULL] = "max_client_connections",
+	    [CLIENT_REFUSED_EVICTED] = "evicted_before_login",
+	    [CLIENT_REFUSED_INSECURE] = "insecure_transport",
+	    [CLIENT_REFUSED_DENIED] = "access_denied",
+	    [CLIENT_REFUSED_NO_MEMORY] = "out_of_memory",
+	};
+	struct metric_family *refused = metrics_counter(
+	    "mysteer_proxy_client_refused_total",
+	    "6450 client connections refused or ended before their session began, by reason",
+	    reason, 0);
+
+	M.clients[CLIENT_ACCEPTED] =
+	    metric_series(metrics_counter("mysteer_proxy_client_connections_total",
+	                                  "Client connections the 6450 proxy accepted", NULL, 0),
+	                  NULL);
+	for (int i = CLIENT_REFUSED_FULL; i < CLIENT_METRIC_COUNT; i++)
+		M.clients[i] = metric_at(refused, why[i]);
+}
 
 static void register_metrics(void)
 {
@@ -59,6 +83,7 @@ static void register_metrics(void)
 	    NULL);
 	for (int t = CLS_READ; t <= CLS_END; t++)
 		M.by_tok[t] = metric_at(M.decisions, cls_token_name((enum cls_token)t));
+	register_client_metrics();
 }
 
 static uint64_t now_us(void)
@@ -74,6 +99,13 @@ void proxy_metrics_classified(struct client *c, enum cls_token tok)
 	c->cmd_t0_us = now_us();
 	if (tok >= CLS_READ && tok <= CLS_END)
 		metric_inc(M.by_tok[tok]);
+}
+
+void proxy_metrics_client(enum client_metric what)
+{
+	pthread_once(&M.once, register_metrics);
+	if (what < CLIENT_METRIC_COUNT)
+		metric_inc(M.clients[what]);
 }
 
 void proxy_metrics_switchover(enum sw_metric what)
