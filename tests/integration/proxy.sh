@@ -324,6 +324,10 @@ if itest_daemon_start "$T/window.conf"; then
 	check_eq "read-your-writes (window): a read right after a write runs on the writer" "1 $P1" "$(echo $out)"
 	out=$(p "INSERT INTO t.k (v) VALUES ('win2'); DO SLEEP(2.5); SELECT @@port")
 	check "read-your-writes (window): after the window, reads go to replicas again" [ "$out" != $P1 ]
+	# metric NAME [LABEL VALUE]: the sum of a family's series in status --json
+	metric() { status_json | json_get "sum(s['value'] for s in d['metrics'].get('$1', {}).get('series', []) if '${2:-}' == '' or s['labels'].get('${2:-}') == '${3:-}')"; }
+	n=$(metric mysteer_proxy_read_your_writes_total outcome window)
+	check "mysteer_proxy_read_your_writes_total{outcome=window} counts that read ($n)" [ "${n%.*}" -ge 1 ]
 	# A replica dies under a read whose answer has not started: the read is
 	# retried on another backend and the client sees no error.
 	mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp -N -B --unbuffered \
@@ -339,6 +343,8 @@ if itest_daemon_start "$T/window.conf"; then
 	grep -q "^after" "$T/kill-read.out" || rc=98
 	grep -q "after	$victim" "$T/kill-read.out" && rc=97
 	check "killing replica $victim mid-read: the read is retried elsewhere, no error" [ $rc -eq 0 ]
+	n=$(metric mysteer_proxy_reader_retries_total)
+	check "mysteer_proxy_reader_retries_total counts the retry ($n)" [ "${n%.*}" -ge 1 ]
 	# The writer dies under a write: the client gets an ERR that says so.
 	mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp -N -B \
 		-e "INSERT INTO t.k (v) SELECT SLEEP(2)" >"$T/kill-write.out" 2>&1 &

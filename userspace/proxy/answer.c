@@ -41,6 +41,7 @@ static void gtid_waited(struct client *c, struct bconn *b)
 {
 	b->gtid_wait = false;
 	c->cur = NULL;
+	proxy_metrics_ryw(b->gtid_ok ? RYW_METRIC_GTID_WAIT : RYW_METRIC_GTID_TIMEOUT);
 	if (b->gtid_ok) {
 		snprintf(b->waited_gtid, sizeof(b->waited_gtid), "%s", c->last_gtid);
 		if (send_cmd(c, b) < 0)

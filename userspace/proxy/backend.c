@@ -201,6 +201,7 @@ static void bconn_fail_err(struct bconn *b, const char *why, const struct err_pk
 	}
 	if (c->route == R_READER && c->retries < MAX_RETRIES && !state_lost) {
 		c->retries++;
+		proxy_metrics_reader_retry();
 		c->exclude_id = id;
 		c->has_exclude = true;
 		route_cmd(c);

@@ -915,6 +915,15 @@ enum client_metric {
 	CLIENT_METRIC_COUNT
 };
 void proxy_metrics_client(enum client_metric what);
+/* read-your-writes acted on a read; a read retried on another reader */
+enum ryw_metric {
+	RYW_METRIC_GTID_WAIT,
+	RYW_METRIC_GTID_TIMEOUT,
+	RYW_METRIC_WINDOW,
+	RYW_METRIC_COUNT
+};
+void proxy_metrics_ryw(enum ryw_metric what);
+void proxy_metrics_reader_retry(void);
 void cmd_fail(struct client *c, uint16_t code, const char *msg);
 /* the same with the SQLSTATE of an error a server gave */
 void cmd_fail_state(struct client *c, uint16_t code, const char *sqlstate, const char *msg);

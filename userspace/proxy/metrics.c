@@ -19,6 +19,7 @@ static struct {
 	struct metric_series *by_tok[CLS_END + 1];
 	struct metric_series *sw[3];
 	struct metric_series *clients[CLIENT_METRIC_COUNT];
+	struct metric_series *ryw[RYW_METRIC_COUNT], *retries;
 } M = {.once = PTHREAD_ONCE_INIT};
 
 static void register_client_metrics(void)
@@ -42,6 +43,27 @@ static void register_client_metrics(void)
 	                  NULL);
 	for (int i = CLIENT_REFUSED_FULL; i < CLIENT_METRIC_COUNT; i++)
 		M.clients[i] = metric_at(refused, why[i]);
+}
+
+static void register_read_metrics(void)
+{
+	static const char *const outcome[] = {"outcome", NULL};
+	struct metric_family *ryw = metrics_counter(
+	    "mysteer_proxy_read_your_writes_total",
+	    "Reads of 6450 sessions that read-your-writes acted on: gtid_waited (a replica "
+	    "waited for the session's last GTID), gtid_timeout (it did not catch up in time: the "
+	    "writer read), window (read_your_writes_ms after a write: the writer read)",
+	    outcome, 0);
+
+	M.ryw[RYW_METRIC_GTID_WAIT] = metric_at(ryw, "gtid_waited");
+	M.ryw[RYW_METRIC_GTID_TIMEOUT] = metric_at(ryw, "gtid_timeout");
+	M.ryw[RYW_METRIC_WINDOW] = metric_at(ryw, "window");
+	M.retries = metric_series(
+	    metrics_counter("mysteer_proxy_reader_retries_total",
+	                    "Reads sent again to another reader after theirs failed before "
+	                    "answering",
+	                    NULL, 0),
+	    NULL);
 }
 
 static void register_metrics(void)
@@ -84,6 +106,7 @@ static void register_metrics(void)
 	for (int t = CLS_READ; t <= CLS_END; t++)
 		M.by_tok[t] = metric_at(M.decisions, cls_token_name((enum cls_token)t));
 	register_client_metrics();
+	register_read_metrics();
 }
 
 static uint64_t now_us(void)
@@ -106,6 +129,19 @@ void proxy_metrics_client(enum client_metric what)
 	pthread_once(&M.once, register_metrics);
 	if (what < CLIENT_METRIC_COUNT)
 		metric_inc(M.clients[what]);
+}
+
+void proxy_metrics_ryw(enum ryw_metric what)
+{
+	pthread_once(&M.once, register_metrics);
+	if (what < RYW_METRIC_COUNT)
+		metric_inc(M.ryw[what]);
+}
+
+void proxy_metrics_reader_retry(void)
+{
+	pthread_once(&M.once, register_metrics);
+	metric_inc(M.retries);
 }
 
 void proxy_metrics_switchover(enum sw_metric what)

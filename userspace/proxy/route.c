@@ -845,10 +845,13 @@ void route_decide(struct client *c, enum cls_token tok, uint32_t flags, enum cls
 		c->route = R_LAST;
 		return;
 	}
-	if (c->in_trans || c->autocommit_off || c->pin_writer || (flags & CLS_F_HINT_WRITER) ||
-	    ((e->ryw_mode == RYW_WINDOW || (e->ryw_mode == RYW_GTID && c->gtid_blind)) &&
-	     now_ms() < c->ryw_until_ms))
+	if (c->in_trans || c->autocommit_off || c->pin_writer || (flags & CLS_F_HINT_WRITER))
 		return;
+	if ((e->ryw_mode == RYW_WINDOW || (e->ryw_mode == RYW_GTID && c->gtid_blind)) &&
+	    now_ms() < c->ryw_until_ms) {
+		proxy_metrics_ryw(RYW_METRIC_WINDOW);
+		return;
+	}
 	c->route = R_READER;
 }
 
