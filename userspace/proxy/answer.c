@@ -55,12 +55,7 @@ static void gtid_waited(struct client *c, struct bconn *b)
 	if (c->dead)
 		return;
 	bconn_update(b);
-	if (c->st == C_IDLE) {
-		if (client_flush(c) < 0 || c->closing)
-			client_close(c);
-		else
-			client_process(c);
-	}
+	client_resume(c);
 }
 
 /* Where word (lower case) first occurs in p[0..n), ignoring case; NULL if not. */

@@ -1376,6 +1376,16 @@ static bool out_of_fds(struct worker *w)
 	return false;
 }
 
+void client_resume(struct client *c)
+{
+	if (c->dead || c->st != C_IDLE)
+		return;
+	if (client_flush(c) < 0 || c->closing)
+		client_close(c);
+	else
+		client_process(c);
+}
+
 void accept_resume(struct worker *w)
 {
 	if (!w->accept_paused)

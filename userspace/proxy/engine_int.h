@@ -928,6 +928,10 @@ void cmd_fail(struct client *c, uint16_t code, const char *msg);
 /* the same with the SQLSTATE of an error a server gave */
 void cmd_fail_state(struct client *c, uint16_t code, const char *sqlstate, const char *msg);
 void client_process(struct client *c);
+/* After route_cmd from outside the client's own event (a wait ended, a
+ * writer came): an ERR or a refusal left it idle, so answer it and go on
+ * with what it sent next. */
+void client_resume(struct client *c);
 /* The identity kept during a COM_CHANGE_USER goes (wiped). */
 void client_chu_free(struct client *c);
 void client_event(struct client *c, uint32_t events);

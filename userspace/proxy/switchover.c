@@ -106,18 +106,6 @@ void sw_dequeue(struct client *c)
 	atomic_fetch_sub(&w->e->sw_waiting_now, 1);
 }
 
-/* After route_cmd from outside the client's own event: an ERR left it
- * idle, so answer it and go on with what it sent next. */
-static void resume(struct client *c)
-{
-	if (c->dead || c->st != C_IDLE)
-		return;
-	if (client_flush(c) < 0 || c->closing)
-		client_close(c);
-	else
-		client_process(c);
-}
-
 /* After a topology that replaced a writer (sw_topology): every statement in
  * flight on the old one is cut off now, not at the next sweep. */
 static void sw_cut_all(struct worker *w)
@@ -152,7 +140,7 @@ void sw_run(struct worker *w)
 		if (!c->sw_waiting) {
 			log_debug("proxy: a statement of %s waited %llu ms for a writer", c->user,
 			          (unsigned long long)(now_ms() - start));
-			resume(c);
+			client_resume(c);
 		}
 		if (end)
 			break;
@@ -176,7 +164,7 @@ void sw_expire(struct worker *w, uint64_t now)
 			sw_dequeue(c);
 			cmd_fail(c, 1105, "mysteer: no writer");
 		}
-		resume(c);
+		client_resume(c);
 	}
 }
 
@@ -214,7 +202,7 @@ static void retake(struct bconn *b, const char *why)
 	bconn_free(b);
 	c->st = C_BUSY;
 	route_cmd(c);
-	resume(c);
+	client_resume(c);
 }
 
 bool sw_refused(const struct bconn *b, const uint8_t *p, size_t n)

@@ -130,18 +130,6 @@ void wait_enqueue(struct client *c)
 	wake_others(w);
 }
 
-/* After route_cmd, from outside the client's own event: an ERR or a refusal
- * left it idle, so answer it and go on with what it sent next. */
-static void client_resume(struct client *c)
-{
-	if (c->dead || c->st != C_IDLE)
-		return;
-	if (client_flush(c) < 0 || c->closing)
-		client_close(c);
-	else
-		client_process(c);
-}
-
 /* A connection or a slot came free: the waiters try again, in order; the
  * first one of a backend that still finds none keeps the later ones of that
  * backend waiting too. */
