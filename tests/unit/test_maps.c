@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -499,19 +500,29 @@ START_TEST(error_listener_pauses_at_emfile)
 	ck_assert_int_ge(saved_err, 0);
 	ck_assert_int_ge(dup2(pipefd[1], STDERR_FILENO), 0);
 
-	/* The lowest free descriptor is past the limit: accept gets EMFILE. */
-	int probe = dup(0);
-	ck_assert_int_ge(probe, 0);
-	close(probe);
+	/* Every descriptor taken: accept gets EMFILE. They are filled up rather
+	 * than the limit lowered and raised again, which valgrind's emulation
+	 * of RLIMIT_NOFILE does not undo; a large limit is brought down first
+	 * (and back up after, where allowed) to keep the fill short. */
 	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &was), 0);
 	low = was;
-	low.rlim_cur = (rlim_t)probe;
+	if (low.rlim_cur > 1024)
+		low.rlim_cur = 1024;
 	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+	int *fill = calloc(low.rlim_cur, sizeof(*fill));
+	size_t nfill = 0;
+	ck_assert_ptr_nonnull(fill);
+	while (nfill < low.rlim_cur && (fill[nfill] = dup(0)) >= 0)
+		nfill++;
+	ck_assert_int_eq(errno, EMFILE);
 	evloop_add_timer(l, 400, stop_loop, NULL);
 	evloop_run(l);
-	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &was), 0);
+	while (nfill > 0)
+		close(fill[--nfill]);
+	free(fill);
 	evloop_add_timer(l, 2500, stop_loop, NULL);
 	evloop_run(l);
+	(void)setrlimit(RLIMIT_NOFILE, &was);
 
 	dup2(saved_err, STDERR_FILENO);
 	close(saved_err);
@@ -521,12 +532,21 @@ START_TEST(error_listener_pauses_at_emfile)
 	close(pipefd[1]);
 	ck_assert_msg(count_lines(logbuf, "error listener: accept:") == 1, "log: %s", logbuf);
 	ck_assert_msg(count_lines(logbuf, "accepts paused") == 1, "log: %s", logbuf);
-	ck_assert_msg(count_lines(logbuf, "accepting again") == 1, "log: %s", logbuf);
+	/* Under valgrind the kernel's accept succeeds past valgrind's own
+	 * descriptor limit and valgrind closes that connection and reports
+	 * EMFILE: the waiting clients are gone, so only the pause (above) can
+	 * be checked there. */
+	const char *preload = getenv("LD_PRELOAD");
+	bool valgrind = preload && strstr(preload, "vgpreload");
+	if (!valgrind)
+		ck_assert_msg(count_lines(logbuf, "accepting again") == 1, "log: %s", logbuf);
 	for (int i = 0; i < 3; i++) {
 		uint8_t pkt[64];
 
-		ck_assert_int_ge(read(cl[i], pkt, sizeof(pkt)), 5);
-		ck_assert_uint_eq(pkt[4], 0xff); /* the ERR packet, once accepted */
+		if (!valgrind) {
+			ck_assert_int_ge(read(cl[i], pkt, sizeof(pkt)), 5);
+			ck_assert_uint_eq(pkt[4], 0xff); /* the ERR packet, once accepted */
+		}
 		close(cl[i]);
 	}
 	errl_free(e);
