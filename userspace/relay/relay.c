@@ -840,7 +840,8 @@ static int queue_pair(struct relay *r, int fd_client, int fd_backend, uint32_t l
 	r->incoming[r->nin].fd[1] = fd_backend;
 	r->incoming[r->nin].listener = listener;
 	r->incoming[r->nin].lport = lport;
-	memcpy(r->incoming[r->nin].pp, pp, pplen);
+	if (pplen) /* pp may be NULL then */
+		memcpy(r->incoming[r->nin].pp, pp, pplen);
 	r->incoming[r->nin].pplen = (uint8_t)pplen;
 	r->nin++;
 	pthread_mutex_unlock(&r->mu);
