@@ -18,13 +18,8 @@ import socket
 import struct
 import sys
 
-failed = False
-
-
-def check(ok, what):
-    global failed
-    print("%s - %s" % ("ok" if ok else "not ok", what), flush=True)
-    failed |= not ok
+from mysqlwire import (CAP_LONG_PASSWORD, CAP_PLUGIN_AUTH, CAP_PROTOCOL_41, CAP_SECURE_CONNECTION,
+                      CAP_SSL, check, exit_status, read_packet, recv_exact, send_packet)
 
 
 # ---- PyMySQL ----------------------------------------------------------------
@@ -75,31 +70,7 @@ def pymysql_cases(port, ca, pubkey):
 
 # ---- by hand ------------------------------------------------------------------
 
-CAP_LONG_PASSWORD = 1
-CAP_PROTOCOL_41 = 1 << 9
-CAP_SECURE_CONNECTION = 1 << 15
-CAP_PLUGIN_AUTH = 1 << 19
 CAPS = CAP_LONG_PASSWORD | CAP_PROTOCOL_41 | CAP_SECURE_CONNECTION | CAP_PLUGIN_AUTH
-
-
-def recv_exact(sock, n):
-    out = b""
-    while len(out) < n:
-        d = sock.recv(n - len(out))
-        if not d:
-            raise EOFError("closed")
-        out += d
-    return out
-
-
-def read_packet(sock):
-    hdr = recv_exact(sock, 4)
-    n = hdr[0] | hdr[1] << 8 | hdr[2] << 16
-    return hdr[3], recv_exact(sock, n)
-
-
-def send_packet(sock, seq, payload):
-    sock.sendall(struct.pack("<I", len(payload))[:3] + bytes([seq & 0xFF]) + payload)
 
 
 def connect(port):
@@ -274,7 +245,7 @@ def main():
         pymysql_cases(int(sys.argv[2]), sys.argv[3], sys.argv[4])
     elif sys.argv[1] == "hostile":
         hostile(int(sys.argv[2]))
-    sys.exit(1 if failed else 0)
+    sys.exit(exit_status())
 
 
 if __name__ == "__main__":

@@ -14,33 +14,10 @@ import socket
 import struct
 import sys
 
-CAPS = 1 | (1 << 9) | (1 << 15) | (1 << 19)  # LONG_PASSWORD, 41, SECURE, PLUGIN_AUTH
-failed = False
+from mysqlwire import (CAP_LONG_PASSWORD, CAP_PLUGIN_AUTH, CAP_PROTOCOL_41, CAP_SECURE_CONNECTION,
+                      CAP_SSL, check, exit_status, read_packet, recv_exact, send_packet)
 
-
-def check(ok, what):
-    global failed
-    print("%s - %s" % ("ok" if ok else "not ok", what), flush=True)
-    failed |= not ok
-
-
-def recv_exact(s, n):
-    out = b""
-    while len(out) < n:
-        d = s.recv(n - len(out))
-        if not d:
-            raise EOFError("closed")
-        out += d
-    return out
-
-
-def read_packet(s):
-    h = recv_exact(s, 4)
-    return h[3], recv_exact(s, h[0] | h[1] << 8 | h[2] << 16)
-
-
-def send_packet(s, seq, payload):
-    s.sendall(struct.pack("<I", len(payload))[:3] + bytes([seq]) + payload)
+CAPS = CAP_LONG_PASSWORD | CAP_PROTOCOL_41 | CAP_SECURE_CONNECTION | CAP_PLUGIN_AUTH
 
 
 def native(pw, scramble):
@@ -113,4 +90,4 @@ def main():
 
 if __name__ == "__main__":
     main()
-    sys.exit(1 if failed else 0)
+    sys.exit(exit_status())

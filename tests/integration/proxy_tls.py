@@ -17,36 +17,10 @@ import struct
 import sys
 import time
 
-CAP_LONG_PASSWORD = 1
-CAP_PROTOCOL_41 = 1 << 9
-CAP_SSL = 1 << 11
-CAP_SECURE_CONNECTION = 1 << 15
-CAP_PLUGIN_AUTH = 1 << 19
+from mysqlwire import (CAP_LONG_PASSWORD, CAP_PLUGIN_AUTH, CAP_PROTOCOL_41, CAP_SECURE_CONNECTION,
+                      CAP_SSL, check, exit_status, read_packet, recv_exact, send_packet)
+
 CAPS = CAP_LONG_PASSWORD | CAP_PROTOCOL_41 | CAP_SSL | CAP_SECURE_CONNECTION | CAP_PLUGIN_AUTH
-
-failed = False
-
-
-def check(ok, what):
-    global failed
-    print("%s - %s" % ("ok" if ok else "not ok", what), flush=True)
-    failed |= not ok
-
-
-def recv_exact(sock, n):
-    out = b""
-    while len(out) < n:
-        d = sock.recv(n - len(out))
-        if not d:
-            raise EOFError("closed")
-        out += d
-    return out
-
-
-def read_packet(sock):
-    hdr = recv_exact(sock, 4)
-    n = hdr[0] | hdr[1] << 8 | hdr[2] << 16
-    return hdr[3], recv_exact(sock, n)
 
 
 def packet(seq, payload):
@@ -190,7 +164,7 @@ def main():
             sys.exit(2)
     except Exception as e:  # a failure is a test result, not a traceback
         check(False, "%s: %s: %s" % (mode, type(e).__name__, e))
-    sys.exit(1 if failed else 0)
+    sys.exit(exit_status())
 
 
 main()
