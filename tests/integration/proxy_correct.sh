@@ -7,6 +7,7 @@
 # - Inside START TRANSACTION READ ONLY (on a replica), BEGIN, START
 #   TRANSACTION, DDL, LOCK TABLES end that transaction and go to the writer,
 #   and the session is on the writer afterwards.
+# - Reads under LOCK TABLES run on the writer's connection that holds them.
 # - A SET that fails when run again leaves the earlier identical one in the
 #   session's history; a COM_INIT_DB the server refused leaves the session's
 #   schema as it was (also for the pooled connection it leaves behind).
@@ -110,6 +111,24 @@ check "a plain write inside READ ONLY is refused, as the server refuses it" grep
 check_eq "and wrote nothing anywhere" 0 \
 	"$(sql_root $P1 "SELECT COUNT(*) FROM t.k WHERE v = 'ro-refused'")"
 no_local_writes "a refused write"
+
+# --- reads under LOCK TABLES ---------------------------------------------------
+# The locks live on the writer's connection: a read there sees the session's
+# writes and its locks; a replica would answer without either.
+out=$(pa_script <<'SQL'
+LOCK TABLES t.k WRITE;
+INSERT INTO t.k (v) VALUES ('lock-read');
+SELECT @@port, (SELECT COUNT(*) FROM t.k WHERE v = 'lock-read');
+UNLOCK TABLES;
+LOCK TABLES t.k READ;
+SELECT @@port;
+UNLOCK TABLES;
+SQL
+)
+sed 's/^/# /' <<<"$out"
+check_eq "a read under LOCK TABLES ... WRITE runs on the writer and sees the session's row" \
+	"$P1	1" "$(head -n 1 <<<"$out")"
+check_eq "a read under LOCK TABLES ... READ runs on the writer" $P1 "$(tail -n 1 <<<"$out")"
 
 # --- session history and schema ---------------------------------------------
 # SET gtid_domain_id is refused inside a transaction (1774): the same SET,

@@ -696,9 +696,16 @@ static const struct tcase_row rows[] = {
     {"CREATE AGGREGATE FUNCTION f(x INT) RETURNS INT BEGIN RETURN 1; END", W, 0, MUL},
     {"DROP PROCEDURE p", W, 0, 0},
     {"DROP FUNCTION IF EXISTS f", W, 0, 0},
-    {"LOCK TABLES t READ", W, IC, 0},
-    {"LOCK TABLE t WRITE, u READ", W, 0, 0},
-    {"UNLOCK TABLES", W, 0, 0},
+    {"LOCK TABLES t READ", W, IC | CLS_F_TABLE_LOCK, 0},
+    {"LOCK TABLE t WRITE, u READ", W, CLS_F_TABLE_LOCK, 0},
+    {"lock tables t as a read local", W, CLS_F_TABLE_LOCK, 0},
+    {"UNLOCK TABLES", W, 0, CLS_F_TABLE_LOCK},
+    {"FLUSH TABLES WITH READ LOCK", W, CLS_F_TABLE_LOCK, 0},
+    {"FLUSH TABLES t, u WITH READ LOCK", W, CLS_F_TABLE_LOCK, 0},
+    {"FLUSH TABLES t FOR EXPORT", W, CLS_F_TABLE_LOCK, 0},
+    {"FLUSH TABLES", W, 0, CLS_F_TABLE_LOCK},
+    {"FLUSH STATUS", W, 0, CLS_F_TABLE_LOCK},
+    {"SELECT * FROM t LOCK IN SHARE MODE", W, 0, CLS_F_TABLE_LOCK},
     {"HANDLER t OPEN", W, 0, 0},
     {"HANDLER t READ FIRST", W, 0, 0},
     {"FLUSH TABLES", W, IC, 0},
@@ -974,7 +981,8 @@ START_TEST(reasons)
 	ck_assert_str_eq(cls_flag_name(16), "calc_found_rows");
 	ck_assert_str_eq(cls_flag_name(17), "routine_tracked");
 	ck_assert_str_eq(cls_flag_name(18), "session_status");
-	ck_assert_ptr_null(cls_flag_name(19));
+	ck_assert_str_eq(cls_flag_name(19), "table_lock");
+	ck_assert_ptr_null(cls_flag_name(20));
 }
 END_TEST
 

@@ -661,12 +661,29 @@ static void flush_status(struct ps *s)
 		s->flags |= CLS_F_SESSION_STATUS;
 }
 
+/* FLUSH TABLES [t, ...] WITH READ LOCK (or FOR EXPORT) holds table locks
+ * on the connection it ran on until UNLOCK TABLES, as LOCK TABLES does. */
+static void flush_read_lock(struct ps *s)
+{
+	bool after_read = false;
+
+	for (; !at_end(s); adv(s)) {
+		if (after_read && kw_is(s, KW_LOCK))
+			s->flags |= CLS_F_TABLE_LOCK;
+		after_read = kw_is(s, KW_READ);
+		if (s->t->type == T_WORD && name_is(s->lx.base + s->t->off, s->t->len, "export"))
+			s->flags |= CLS_F_TABLE_LOCK;
+	}
+}
+
 static void parse_admin(struct ps *s)
 {
 	bool flush = kw_is(s, KW_FLUSH);
 
 	switch (s->t->kw) {
 	case KW_LOCK:
+		s->flags |= CLS_F_TABLE_LOCK;
+		/* fall through */
 	case KW_OPTIMIZE:
 	case KW_REPAIR:
 	case KW_FLUSH:
@@ -681,8 +698,10 @@ static void parse_admin(struct ps *s)
 	}
 	set_token(s, CLS_WRITE, CLS_R_ADMIN);
 	adv(s);
-	if (flush)
+	if (flush) {
 		flush_status(s);
+		flush_read_lock(s);
+	}
 	scan_body(s, M_NONE, false);
 }
 
@@ -1153,6 +1172,7 @@ const char *cls_flag_name(unsigned bit)
 	    "calc_found_rows",
 	    "routine_tracked",
 	    "session_status",
+	    "table_lock",
 	};
 
 	return bit < sizeof(names) / sizeof(names[0]) ? names[bit] : NULL;

@@ -52,6 +52,8 @@ enum cls_flag {
 	                                     routine table (cls_routines_set_tracked) */
 	CLS_F_SESSION_STATUS = 1u << 18,  /* FLUSH STATUS: the session's status
 	                                     counters start again where it runs */
+	CLS_F_TABLE_LOCK = 1u << 19,      /* LOCK TABLES, FLUSH ... WITH READ LOCK:
+	                                     the session's reads must see its locks */
 };
 
 /* Why the token is what it is (for --explain, logs and tests). */

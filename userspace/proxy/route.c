@@ -769,6 +769,11 @@ void route_decide(struct client *c, enum cls_token tok, uint32_t flags, enum cls
 		pin_writer(c, "a user variable assigned by a query");
 	if (reason == CLS_R_SET_GLOBAL)
 		pin_writer(c, "a global variable it set (SET GLOBAL)");
+	/* Under LOCK TABLES the server answers only for the locked tables, on
+	 * the connection that holds the locks; a replica would answer without
+	 * them (and without the session's writes under a WRITE lock). */
+	if (flags & CLS_F_TABLE_LOCK)
+		pin_writer(c, "LOCK TABLES");
 	/* Inside START TRANSACTION READ ONLY, BEGIN (or START TRANSACTION
 	 * [READ WRITE]) and DDL, LOCK TABLES and the other statements that
 	 * commit implicitly end that transaction and go on outside it: on the
