@@ -152,6 +152,64 @@ def query(s, sql):
     return answer(s)
 
 
+def is_eof(n, p):
+    """An EOF packet (n: its length), not a row that starts with 0xfe."""
+    return p[:1] == b'\xfe' and n < 9
+
+
+def prepare(s, sql):
+    """The statement id, or 'err CODE'."""
+    s.sendall(pkt(b'\x16' + sql))
+    _, p = read_packet(s)
+    if p[:1] == b'\xff':
+        return 'err %d' % err_code(p)
+    sid, ncols, nparams = struct.unpack('<IHH', p[1:9])
+    for count in (nparams, ncols):
+        if count:
+            for _ in range(count):
+                read_packet(s)
+            read_packet(s)  # EOF
+    return sid
+
+
+def execute(s, sid, cursor=False):
+    """'err CODE', or (columns, status flags of the EOF after them, rows)."""
+    s.sendall(pkt(b'\x17' + struct.pack('<IBI', sid, 1 if cursor else 0, 1)))
+    n, p = read_packet(s)
+    if p[:1] == b'\xff':
+        return 'err %d' % err_code(p)
+    if p[:1] == b'\x00':
+        return (0, 0, 0)
+    ncols = p[0]
+    for _ in range(ncols):
+        read_packet(s)
+    n, p = read_packet(s)
+    status = struct.unpack('<H', p[3:5])[0] if is_eof(n, p) else 0
+    rows = 0
+    if not status & 0x40:  # no cursor: the rows follow
+        while True:
+            n, p = read_packet(s)
+            if p[:1] == b'\xff':
+                return 'err %d' % err_code(p)
+            if is_eof(n, p):
+                break
+            rows += 1
+    return (ncols, status, rows)
+
+
+def fetch(s, sid, nrows):
+    """'err CODE', or the number of rows."""
+    s.sendall(pkt(b'\x1c' + struct.pack('<II', sid, nrows)))
+    rows = 0
+    while True:
+        n, p = read_packet(s)
+        if p[:1] == b'\xff':
+            return 'err %d' % err_code(p)
+        if is_eof(n, p):
+            return rows
+        rows += 1
+
+
 def rss_kb(pid):
     with open('/proc/%d/status' % pid) as f:
         for line in f:

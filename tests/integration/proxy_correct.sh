@@ -189,7 +189,7 @@ check "no warm login of it was refused" bash -c "! grep -q 'haproxy.*refused\|re
 
 # --- a demoted writer ------------------------------------------------------------
 # Sessions pinned to db1 (a transaction, autocommit off, a temporary table,
-# a named lock, a variable assigned by a query, LOCK TABLES) when db2 is
+# a named lock, a variable assigned by a query, LOCK TABLES, a cursor) when db2 is
 # promoted: ERR 1927 naming why and a close, never a later write on db1
 # (app_admin could still write there). sandbox.sh promote waits for the
 # session's locks and transactions on db1 (SET GLOBAL read_only), which the

@@ -8,7 +8,9 @@ old writer, read_only now, would still take its writes).
 Each pinned session gets ERR 1927 naming what it held, whether it waits
 (the ERR comes unasked) or sends its next write at once (the ERR answers
 it, and the write never runs); then the proxy closes it. A session that
-holds nothing goes on, with the new writer. Prints "ok - ..." and
+holds nothing goes on, with the new writer. The cases: an open transaction,
+autocommit off, a temporary table, a named lock, a user variable assigned
+by a query, LOCK TABLES, and a cursor opened on the writer. Prints "ok - ..." and
 "not ok - ..." lines, "measured: ..." and "proxy_demote: done" at the end.
 """
 import subprocess
@@ -16,7 +18,7 @@ import sys
 import time
 
 sys.path.insert(0, __import__('os').path.dirname(__file__))
-from proxy_bounds import err_code, login, pkt, query, read_packet  # noqa: E402
+from proxy_bounds import err_code, execute, login, pkt, prepare, query, read_packet  # noqa: E402
 
 port, user, password, demote = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 failed = 0
@@ -49,6 +51,14 @@ for name, stmts, words, send in CASES:
     res = [query(s, q) for q in stmts]
     check(all(not str(r).startswith('err') for r in res), '%s: pinned (%s)' % (name, res))
     sessions.append((name, s, words, send))
+# a cursor on the writer (a writer hint: reads with a cursor go to a
+# replica otherwise): its rows wait on the old writer's connection
+s = login(port, user, password)
+s.settimeout(30)
+sid = prepare(s, b'SELECT /* mysteer:writer */ v FROM t.k')
+r = execute(s, sid, cursor=True) if isinstance(sid, int) else sid
+check(isinstance(r, tuple) and r[1] & 0x40, 'open cursor: pinned (%s)' % (r,))
+sessions.append(('open cursor', s, 'open cursor', False))
 plain = login(port, user, password)
 plain.settimeout(30)
 check(query(plain, b"INSERT INTO t.k (v) VALUES ('dm-plain-before')") == 'ok',

@@ -14,11 +14,11 @@ raw protocol:
 Prints "ok - ..." / "not ok - ..." lines and "proxy_session: done".
 """
 import os
-import struct
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from proxy_bounds import connect_login, err_code, login, pkt, query, read_packet  # noqa: E402
+from proxy_bounds import (connect_login, err_code, execute, fetch, login, pkt,  # noqa: E402
+                          prepare, query, read_packet)
 
 port, user, password, empty_user = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 failed = 0
@@ -29,63 +29,6 @@ def check(ok, what):
     print('%s - %s' % ('ok' if ok else 'not ok', what))
     if not ok:
         failed += 1
-
-
-def is_eof(n, p):
-    return p[:1] == b'\xfe' and n < 9
-
-
-def prepare(s, sql):
-    """The statement id, or 'err CODE'."""
-    s.sendall(pkt(b'\x16' + sql))
-    _, p = read_packet(s)
-    if p[:1] == b'\xff':
-        return 'err %d' % err_code(p)
-    sid, ncols, nparams = struct.unpack('<IHH', p[1:9])
-    for count in (nparams, ncols):
-        if count:
-            for _ in range(count):
-                read_packet(s)
-            read_packet(s)  # EOF
-    return sid
-
-
-def execute(s, sid, cursor=False):
-    """'err CODE', or (columns, status flags of the EOF after them, rows)."""
-    s.sendall(pkt(b'\x17' + struct.pack('<IBI', sid, 1 if cursor else 0, 1)))
-    n, p = read_packet(s)
-    if p[:1] == b'\xff':
-        return 'err %d' % err_code(p)
-    if p[:1] == b'\x00':
-        return (0, 0, 0)
-    ncols = p[0]
-    for _ in range(ncols):
-        read_packet(s)
-    n, p = read_packet(s)
-    status = struct.unpack('<H', p[3:5])[0] if is_eof(n, p) else 0
-    rows = 0
-    if not status & 0x40:  # no cursor: the rows follow
-        while True:
-            n, p = read_packet(s)
-            if p[:1] == b'\xff':
-                return 'err %d' % err_code(p)
-            if is_eof(n, p):
-                break
-            rows += 1
-    return (ncols, status, rows)
-
-
-def fetch(s, sid, nrows):
-    """'err CODE', or the number of rows."""
-    s.sendall(pkt(b'\x1c' + struct.pack('<II', sid, nrows)))
-    rows = 0
-    while True:
-        n, p = read_packet(s)
-        if p[:1] == b'\xff':
-            return 'err %d' % err_code(p)
-        if is_eof(n, p):
-            return rows
-        rows += 1
 
 
 # --- COM_RESET_CONNECTION ---------------------------------------------------
