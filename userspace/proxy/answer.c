@@ -35,29 +35,6 @@ static void prepare_ok(struct bconn *b, uint8_t *payload, size_t n)
 	}
 }
 
-/* The replica caught up with the session's last write (the command goes on)
- * or did not within read_your_writes_ms (the writer serves the read). */
-static void gtid_waited(struct client *c, struct bconn *b)
-{
-	b->gtid_wait = false;
-	c->cur = NULL;
-	proxy_metrics_ryw(b->gtid_ok ? RYW_METRIC_GTID_WAIT : RYW_METRIC_GTID_TIMEOUT);
-	if (b->gtid_ok) {
-		snprintf(b->waited_gtid, sizeof(b->waited_gtid), "%s", c->last_gtid);
-		if (send_cmd(c, b) < 0)
-			bconn_fail(b, "write failed");
-		return;
-	}
-	log_debug("proxy: reader %s did not reach GTID %s in time: the writer reads", b->name,
-	          c->last_gtid);
-	c->route = R_WRITER;
-	route_cmd(c);
-	if (c->dead)
-		return;
-	bconn_update(b);
-	client_resume(c);
-}
-
 /* Where word (lower case) first occurs in p[0..n), ignoring case; NULL if not. */
 static const uint8_t *find_icase(const uint8_t *p, size_t n, const char *word)
 {
@@ -270,15 +247,11 @@ again:
 			sw_retake(b);
 			return;
 		}
-		if (b->writer && b->rt.last_ok.state &&
-		    ok_find_last_gtid(&b->rt.last_ok, c->last_gtid, sizeof(c->last_gtid)) < 0)
-			c->last_gtid[0] = 0;
+		ryw_answer_packet(c, b, before, st, p + PKT_HDR, take);
 		if (b->rt.last_ok.state && !b->frag_drop && ok_state_changed(&b->rt.last_ok) != 0)
 			b->state_changed = true;
 		if (b->rt.ok_now && b->internal == 0)
 			b->answer_ok = true;
-		if (b->gtid_wait && before == RS_ROWS && st == RS_ROWS && take >= 2)
-			b->gtid_ok = p[PKT_HDR] == 1 && p[PKT_HDR + 1] == '0';
 		if (b->lid_fetch && before == RS_ROWS && st == RS_ROWS)
 			lid_row(b, p + PKT_HDR, take);
 		size_t fwd = take;
@@ -313,10 +286,8 @@ again:
 				mux_release(c, b);
 				return;
 			}
-			if (b->gtid_wait && b->internal == 0) {
-				gtid_waited(c, b);
+			if (ryw_internal_done(c, b))
 				return;
-			}
 			continue;
 		}
 		b->awaiting = false;
@@ -361,8 +332,6 @@ static const char *keep_reason(const struct client *c)
 
 static void on_answer_done(struct client *c, struct bconn *b)
 {
-	struct proxy_engine *e = c->w->e;
-
 	proxy_metrics_answered(c, b);
 	uint16_t st = b->rt.status;
 	bool ok = !b->rt.saw_err;
@@ -474,15 +443,7 @@ static void on_answer_done(struct client *c, struct bconn *b)
 	} else if (c->ro_trans && !ok && !c->trx_conn) {
 		c->ro_trans = false; /* START TRANSACTION READ ONLY failed */
 	}
-	if (c->cur_write && e->ryw_mode != RYW_OFF) {
-		c->ryw_until_ms = now_ms() + (uint64_t)e->ryw_ms;
-		/* A write that failed may still have written (the rows before the
-		 * failing one, in a table without transactions) and be on its way
-		 * to the replicas, but its ERR names no GTID; nor does a write
-		 * answered with a result set alone (ANALYZE TABLE): the window
-		 * rule. */
-		c->gtid_blind = !ok || !b->answer_ok || !(b->caps & CAP_SESSION_TRACK);
-	}
+	ryw_write_done(c, b, ok);
 	if (c->cur_hist && !ok) {
 		hist_pop(c);
 		b->hist_applied = c->nhist;

@@ -442,9 +442,7 @@ static void session_reset(struct client *c)
 	 * data and cursors, and the last GTID it tracked */
 	while (c->stmts)
 		ps_free(c, c->stmts);
-	c->last_gtid[0] = 0;
-	c->gtid_blind = false;
-	c->ryw_until_ms = 0;
+	ryw_session_reset(c);
 	c->lid = 0;
 	c->lid_gen = 0;
 }

@@ -499,8 +499,7 @@ static int rsa_apply(struct proxy_engine *e, const struct config *cfg, char *err
 /* The keys reload applies at once. */
 static void apply_settings(struct proxy_engine *e, const struct config *cfg)
 {
-	atomic_store(&e->ryw_mode, (int)cfg->read_your_writes);
-	atomic_store(&e->ryw_ms, cfg->read_your_writes_ms);
+	ryw_apply(e, cfg);
 	atomic_store(&e->pool_max, cfg->pool_max_per_backend);
 	atomic_store(&e->pool_idle_ms, cfg->pool_idle_timeout_ms);
 	atomic_store(&e->pool_min_idle, cfg->pool_min_idle);

@@ -1,7 +1,7 @@
 /*
  * engine_int.h - the 6450 proxy engine's insides, shared by its files
- * (engine.c, client.c, route.c, backend.c, answer.c, pool.c, wait.c, mux.c,
- * stmt.c) and by nothing else: the session, backend connection, worker and
+ * (engine.c, client.c, route.c, ryw.c, backend.c, answer.c, pool.c, wait.c,
+ * mux.c, stmt.c, ...) and by nothing else: the session, backend connection, worker and
  * engine structures, the limits, the buffer helpers (static inline: they are
  * on every packet's path, and there is no LTO), and the functions the files
  * call across. The engine's API for mysteerd and the tests is proxy.h.
@@ -829,6 +829,33 @@ struct bconn *bconn_open(struct client *c, const struct topo_backend *be, bool w
 /* answer.c: answers from the backends */
 void tracking_replaced(struct bconn *b, const uint8_t *p, size_t n);
 void bconn_answers(struct bconn *b);
+
+/* ryw.c: read-your-writes, all of it (the callers make one call each) */
+/* A reload's read_your_writes and read_your_writes_ms. */
+void ryw_apply(struct proxy_engine *e, const struct config *cfg);
+/* The session forgets its last write (COM_RESET_CONNECTION, COM_CHANGE_USER). */
+void ryw_session_reset(struct client *c);
+/* b was reset (COM_RESET_CONNECTION): no last_gtid tracking, no GTID waited. */
+void ryw_conn_reset(struct bconn *b);
+/* Whether the proxy's tracking SET on the writer connection b adds last_gtid. */
+bool ryw_track_wanted(const struct client *c, const struct bconn *b);
+/* read_your_writes = gtid, before anything of the session runs on the replica
+ * connection b: queues a wait there for the session's last GTID. Returns 1
+ * when it did (the command is held back until ryw_internal_done), 0 to go
+ * on, -1 on error. */
+int ryw_prologue(struct client *c, struct bconn *b);
+/* Each packet of an answer (payload, take bytes; the response tracker's
+ * state before and after it): the writer's last GTID, the wait's outcome. */
+void ryw_answer_packet(struct client *c, struct bconn *b, enum resp_state before,
+                       enum resp_state st, const uint8_t *payload, size_t take);
+/* An internal answer on b ended: true when it was the wait, which went on
+ * with the command (on b, or on the writer) and b may be gone. */
+bool ryw_internal_done(struct client *c, struct bconn *b);
+/* The answer to the command in flight ended (ok: without an ERR): a write
+ * starts the window and says whether its GTID is known. */
+void ryw_write_done(struct client *c, const struct bconn *b, bool ok);
+/* Whether a read of c stays on the writer: in the window after a write. */
+bool ryw_keeps_writer(const struct client *c);
 
 /* route.c: routing and the session history */
 void hist_clear(struct client *c);

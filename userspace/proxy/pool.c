@@ -157,9 +157,8 @@ bool pool_park(struct client *c, struct bconn *b)
 		b->pool_has_db = c->db[0] != 0;
 		snprintf(b->schema, sizeof(b->schema), "%s", c->db);
 		bc_clear(b, false); /* the reset closes its prepared statements */
-		b->tracking_gtid = false;
+		ryw_conn_reset(b);
 		b->tracking_state = false;
-		b->waited_gtid[0] = 0;
 		b->prep_key = NULL;
 		b->trans_open = false; /* the reset rolls back and restores autocommit */
 		b->keep = false;

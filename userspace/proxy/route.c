@@ -4,8 +4,8 @@
  * last or the READ ONLY transaction's. Session statements are recorded as raw
  * command packets and replayed, in order, on a connection that has not seen
  * them before it runs anything else, so a pooled connection becomes the
- * session's own (send_cmd); read-your-writes waits or falls back to the writer
- * here too. Where a statement goes, apart from how a connection is got
+ * session's own (send_cmd); read-your-writes is ryw.c's, called from here
+ * (ryw_keeps_writer, ryw_prologue). Where a statement goes, apart from how a connection is got
  * (pool.c) and what a client sent (client.c).
  */
 #define _GNU_SOURCE
@@ -341,16 +341,6 @@ static struct bconn *get_target(struct client *c, const struct topology *t, char
 	return c->rconn;
 }
 
-static bool gtid_text_ok(const char *g)
-{
-	if (!*g)
-		return false;
-	for (; *g; g++)
-		if (!((*g >= '0' && *g <= '9') || *g == '-' || *g == ','))
-			return false;
-	return true;
-}
-
 /* Queues a statement of the proxy's own: its answer is not the client's. */
 int queue_internal(struct bconn *b, const char *sql)
 {
@@ -381,7 +371,7 @@ static int track_prologue(const struct client *c, struct bconn *b)
 	 * (bconn_login) */
 	uint32_t caps = b->st == B_READY ? b->caps : c->caps | CAP_SESSION_TRACK;
 	bool state = !b->tracking_state && (caps & CAP_SESSION_TRACK);
-	bool gtid = !b->tracking_gtid && c->w->e->ryw_mode == RYW_GTID;
+	bool gtid = ryw_track_wanted(c, b);
 	char q[160];
 
 	if (!b->writer || (!state && !gtid))
@@ -394,35 +384,6 @@ static int track_prologue(const struct client *c, struct bconn *b)
 	                "CONCAT(@@session_track_system_variables, ',last_gtid')"
 	              : "");
 	return queue_internal(b, q);
-}
-
-/*
- * read_your_writes = gtid: a read on a replica first waits there for the
- * session's last GTID (which writer connections report, track_prologue).
- * Returns 1 when a wait was queued and the command is held back, 0 to go
- * on, -1 on error.
- */
-static int gtid_prologue(struct client *c, struct bconn *b)
-{
-	struct proxy_engine *e = c->w->e;
-	char q[200];
-
-	if (b->writer || c->route != R_READER || !gtid_text_ok(c->last_gtid) ||
-	    !strcmp(b->waited_gtid, c->last_gtid))
-		return 0;
-	snprintf(q, sizeof(q), "SELECT MASTER_GTID_WAIT('%s', %d.%03d)", c->last_gtid,
-	         e->ryw_ms / 1000, e->ryw_ms % 1000);
-	if (queue_internal(b, q) < 0)
-		return -1;
-	b->gtid_wait = true;
-	b->gtid_ok = false;
-	resp_init(&b->rt, RESP_GENERIC, b->caps);
-	b->awaiting = false;
-	b->frag_left = 0;
-	c->cur = b;
-	c->fwd_started = false;
-	c->st = C_BUSY;
-	return 1;
 }
 
 /* Queues the session history this connection has not seen, then the command. */
@@ -442,11 +403,9 @@ int send_cmd(struct client *c, struct bconn *b)
 	 * of the session runs there, its history too: a `USE db` replayed
 	 * before the replica has the schema fails, and the read would then run
 	 * in another schema. The command comes back here once it has waited. */
-	if (c->w->e->ryw_mode == RYW_GTID) {
-		int r = gtid_prologue(c, b);
-		if (r != 0)
-			return r < 0 ? -1 : bconn_flush(b);
-	}
+	int r = ryw_prologue(c, b);
+	if (r != 0)
+		return r < 0 ? -1 : bconn_flush(b);
 	b->prep_key = NULL;
 	/* the history changes how the server may parse: the cached statements
 	 * were prepared without it (a clean connection has none replayed) */
@@ -748,8 +707,6 @@ void route_classify(struct client *c, const uint8_t *sql, size_t len, struct cls
 void route_decide(struct client *c, enum cls_token tok, uint32_t flags, enum cls_reason reason,
                   bool is_ps)
 {
-	struct proxy_engine *e = c->w->e;
-
 	proxy_metrics_classified(c, tok);
 	c->cur_write = false;
 	c->cur_classified = true;
@@ -852,11 +809,8 @@ void route_decide(struct client *c, enum cls_token tok, uint32_t flags, enum cls
 	}
 	if (c->in_trans || c->autocommit_off || c->pin_writer || (flags & CLS_F_HINT_WRITER))
 		return;
-	if ((e->ryw_mode == RYW_WINDOW || (e->ryw_mode == RYW_GTID && c->gtid_blind)) &&
-	    now_ms() < c->ryw_until_ms) {
-		proxy_metrics_ryw(RYW_METRIC_WINDOW);
+	if (ryw_keeps_writer(c))
 		return;
-	}
 	c->route = R_READER;
 }
 
