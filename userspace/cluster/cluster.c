@@ -10,8 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cluster/etcd.h"
+#include "cluster/views.h"
 #include "common/evloop.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -21,7 +23,26 @@
 /* How long the exit waits for etcd to take the lease back. */
 #define REVOKE_TIMEOUT_MS 500
 
-enum tag { TAG_GRANT = 1, TAG_KEEPALIVE, TAG_CAMPAIGN, TAG_PUBLISH, TAG_READ };
+/* A host's view is put again this often even when it did not change, so
+ * that its age says how fresh it is. */
+#define VIEW_REFRESH_MS 5000
+/* Backends followed per host for the views' logs and metrics. */
+#define MAX_SEEN 64
+
+enum tag { TAG_GRANT = 1, TAG_KEEPALIVE, TAG_CAMPAIGN, TAG_PUBLISH, TAG_READ, TAG_VIEW };
+
+/* Another host's view (views.h), as its key holds it. */
+struct view {
+	char host[64];
+	struct json_object *j;
+};
+
+/* What this host notes of one backend, for logs and metrics. */
+struct seen {
+	char name[TOPO_NAME_MAX];
+	bool held;        /* leader: seen down here, but the fleet does not agree */
+	bool unreachable; /* up for the fleet, down from this host */
+};
 
 /* Why writes are fenced; a change of it is logged, not each tick. */
 enum fence {
@@ -39,9 +60,10 @@ static struct cl {
 	struct controller *ctl;
 	struct etcd *e;
 	char host_id[64], name[64];
-	char k_prefix[96], k_end[96], k_leader[128], k_topo[128];
+	char k_prefix[96], k_end[96], k_leader[128], k_topo[128], k_views[128], k_myview[192];
 	char *b64_leader, *b64_host;
-	unsigned lease_ms, fence_ms, tick_ms;
+	unsigned lease_ms, fence_ms, tick_ms, follower_ms;
+	int interval_set; /* the probe interval given to the controller, -1 none yet */
 	uint64_t tick;
 
 	int64_t lease; /* 0: none */
@@ -68,12 +90,22 @@ static struct cl {
 	enum fence fence;
 	char fence_why[192];
 	uint64_t fences; /* times writes were fenced since start */
+
+	struct view *views; /* the other hosts' views */
+	size_t nviews;
+	char *view_want;     /* this host's view (time 0) not put yet */
+	char *view_put;      /* the view put last (time 0) */
+	int64_t view_lease;  /* the lease it was put with */
+	uint64_t view_at_ms; /* when */
+	bool viewing;
+	struct seen seen[MAX_SEEN];
+	size_t nseen;
 } C;
 
 /* The fleet's figures (docs/METRICS.md), collected at each render on the
  * loop thread. */
 static struct {
-	struct metric_family *leader, *fenced, *epoch, *fences;
+	struct metric_family *leader, *fenced, *epoch, *fences, *views, *unreachable;
 } CM;
 
 static void step(void);
@@ -81,6 +113,25 @@ static void step(void);
 static uint64_t now_ms(void)
 {
 	return mono_ms();
+}
+
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static struct seen *seen_of(const char *name)
+{
+	for (size_t i = 0; i < C.nseen; i++)
+		if (!strcmp(C.seen[i].name, name))
+			return &C.seen[i];
+	if (C.nseen == MAX_SEEN)
+		return NULL;
+	snprintf(C.seen[C.nseen].name, sizeof(C.seen[0].name), "%s", name);
+	return &C.seen[C.nseen++];
 }
 
 /* ---- the decision as JSON ---- */
@@ -142,6 +193,136 @@ static int parse_name(const char *s, const char *const *names, int n)
 	return -1;
 }
 
+/* ---- the views ---- */
+
+/* Leader: a backend its own probes see down is taken as up by its rules
+ * unless a majority of the live hosts (it included) see it down too
+ * (views.h): one host's partition, the leader's included, moves nothing. */
+static bool hold_up(const struct topo_backend *b)
+{
+	enum be_health *others;
+	struct views_count n;
+	bool down;
+
+	if (!C.is_leader)
+		return false;
+	others = calloc(C.nviews ? C.nviews : 1, sizeof(*others));
+	if (!others)
+		return false;
+	for (size_t i = 0; i < C.nviews; i++)
+		others[i] = views_health_of(C.views[i].j, b->name);
+	down = views_agree_down(b->health, others, C.nviews, &n);
+	free(others);
+	struct seen *s = seen_of(b->name);
+	if (s && s->held == down) {
+		s->held = !down;
+		if (s->held)
+			log_warn(
+			    "cluster: %s is down from this host (the leader), but only %u of %u "
+			    "live hosts see it down: held up, not failed over",
+			    b->name, n.down, n.live);
+		else
+			log_warn("cluster: %s is down for %u of %u live hosts (a majority, this "
+			         "leader included): failed over as down",
+			         b->name, n.down, n.live);
+	}
+	return !down;
+}
+
+static bool vote(const struct topo_backend *b, void *arg)
+{
+	return hold_up(b);
+}
+
+static void view_set(const char *host, const char *value)
+{
+	size_t i;
+
+	for (i = 0; i < C.nviews && strcmp(C.views[i].host, host); i++)
+		;
+	if (!value) {
+		if (i == C.nviews)
+			return;
+		log_info("cluster: host %s's view is gone (its lease ended)", host);
+		json_object_put(C.views[i].j);
+		C.views[i] = C.views[--C.nviews];
+		controller_refresh(C.ctl);
+		return;
+	}
+	struct json_object *j = json_tokener_parse(value);
+	if (!j || !json_object_is_type(j, json_type_object)) {
+		log_warn("cluster: %s%s: not a view (ignored)", C.k_views, host);
+		json_object_put(j);
+		return;
+	}
+	if (i == C.nviews) {
+		struct view *v = realloc(C.views, (C.nviews + 1) * sizeof(*v));
+		if (!v) {
+			log_error("cluster: out of memory for host %s's view", host);
+			json_object_put(j);
+			return;
+		}
+		C.views = v;
+		snprintf(C.views[i].host, sizeof(C.views[i].host), "%s", host);
+		C.views[i].j = NULL;
+		C.nviews++;
+	}
+	json_object_put(C.views[i].j);
+	C.views[i].j = j;
+	controller_refresh(C.ctl);
+}
+
+/* This host's view of t (its own probes) is due when it changed, with a
+ * new lease, or every VIEW_REFRESH_MS. */
+static void view_note(const struct topology *t)
+{
+	char *v = views_text(C.host_id, t, 0);
+
+	if (!v)
+		return;
+	if ((C.view_put && !strcmp(v, C.view_put) && C.view_lease == C.lease &&
+	     now_ms() - C.view_at_ms < VIEW_REFRESH_MS) ||
+	    (C.view_want && !strcmp(v, C.view_want))) {
+		free(v);
+		return;
+	}
+	free(C.view_want);
+	C.view_want = v;
+}
+
+static void view_put(void)
+{
+	struct json_object *j = json_tokener_parse(C.view_want);
+	char *k = NULL, *v = NULL, body[8192];
+
+	if (!j)
+		return;
+	json_object_object_add(j, "time", json_object_new_int64(wall_ms()));
+	k = etcd_b64(C.k_myview, strlen(C.k_myview));
+	v = etcd_b64(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN),
+	             strlen(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN)));
+	if (!k || !v) {
+		log_error("cluster: out of memory putting this host's view");
+	} else if ((size_t)snprintf(body, sizeof(body),
+	                            "{\"key\":\"%s\",\"value\":\"%s\",\"lease\":\"%" PRId64 "\"}",
+	                            k, v, C.lease) >= sizeof(body)) {
+		log_warn("cluster: this host's view is too large to put (%zu backends)",
+		         json_object_array_length(json_object_object_get(j, "backends")));
+	} else if (etcd_request(C.e, TAG_VIEW, "/v3/kv/put", body) < 0) {
+		log_error("cluster: out of memory for an etcd request");
+	} else {
+		C.viewing = true;
+		C.view_lease = C.lease;
+		C.view_at_ms = now_ms();
+		free(C.view_put);
+		C.view_put = C.view_want;
+		C.view_want = NULL;
+	}
+	json_object_put(j);
+	free(k);
+	free(v);
+}
+
 /* ---- fencing ---- */
 
 static void fence_eval(void)
@@ -189,7 +370,8 @@ static void fence_eval(void)
 
 /* ---- the filter: what this host steers by ---- */
 
-static void apply(struct topology *t)
+/* own[i]: what this host's probes see of backend i (NULL: unknown). */
+static void apply(struct topology *t, const enum be_health *own)
 {
 	static const char *const roles[] = {"none", "writer", "reader"};
 	static const char *const healths[] = {"unknown", "up", "down"};
@@ -234,6 +416,27 @@ static void apply(struct topology *t)
 				t->writer = (int)i;
 			else if (b->role == ROLE_WRITER)
 				b->role = ROLE_NONE;
+			/* Up for the fleet, down from here: this host's reads go
+			 * to the other readers (its writes stay: one writer). */
+			struct seen *s = seen_of(b->name);
+			bool unreachable = own && own[i] == HEALTH_DOWN && b->health == HEALTH_UP;
+			if (unreachable && b->role != ROLE_WRITER) {
+				b->role = ROLE_NONE;
+				b->health = HEALTH_DOWN;
+			}
+			if (s && s->unreachable != unreachable) {
+				s->unreachable = unreachable;
+				if (unreachable)
+					log_warn("cluster: %s is up for the fleet but down from "
+					         "this host: %s",
+					         b->name,
+					         t->writer == (int)i
+					             ? "it stays the writer (writes from here fail)"
+					             : "this host's reads go to the other readers");
+				else
+					log_info("cluster: %s is reached from this host again",
+					         b->name);
+			}
 		}
 	}
 	if (C.fence != FENCE_NONE && t->writer >= 0) {
@@ -269,8 +472,21 @@ static bool unsettled(const struct topology *t)
 
 static void filter(struct topology *t, void *arg)
 {
+	enum be_health *own = calloc(t->nbackends ? t->nbackends : 1, sizeof(*own));
+
+	for (size_t i = 0; own && i < t->nbackends; i++)
+		own[i] = t->backends[i].health;
+	view_note(t);
 	if (C.is_leader && C.fence != FENCE_SILENT && C.lease && !(C.topo && unsettled(t))) {
-		char *d = decision_text(t);
+		char *d;
+		/* what the rules took as up against this host's probes is
+		 * published up: the fleet sees it up */
+		for (size_t i = 0; i < t->nbackends; i++) {
+			struct seen *s = seen_of(t->backends[i].name);
+			if (t->backends[i].health == HEALTH_DOWN && s && s->held)
+				t->backends[i].health = HEALTH_UP;
+		}
+		d = decision_text(t);
 		if (d && (!C.decision || strcmp(d, C.decision) != 0) &&
 		    (!C.want || strcmp(d, C.want) != 0)) {
 			free(C.want);
@@ -279,8 +495,9 @@ static void filter(struct topology *t, void *arg)
 		}
 		free(d);
 	}
-	apply(t);
-	if (C.want && !C.publishing)
+	apply(t, own);
+	free(own);
+	if ((C.want && !C.publishing) || (C.view_want && !C.viewing))
 		step();
 }
 
@@ -356,6 +573,9 @@ static void on_key(const char *key, const char *value)
 		set_leader(value ? value : "");
 	else if (!strcmp(key, C.k_topo) && value)
 		adopt_topology(value, "etcd");
+	else if (!strncmp(key, C.k_views, strlen(C.k_views)) && strcmp(key, C.k_myview) != 0 &&
+	         key[strlen(C.k_views)])
+		view_set(key + strlen(C.k_views), value);
 }
 
 /* A kv object of etcd's JSON: key and value decoded. */
@@ -473,6 +693,19 @@ static void step(void)
 		campaign();
 	if (C.is_leader && C.want && !C.publishing && C.fence != FENCE_SILENT)
 		publish();
+	if (C.lease && !C.viewing && C.view_put && !C.view_want &&
+	    (C.view_lease != C.lease || now - C.view_at_ms >= VIEW_REFRESH_MS)) {
+		C.view_want = C.view_put; /* put again */
+		C.view_put = NULL;
+	}
+	if (C.lease && C.view_want && !C.viewing)
+		view_put();
+	/* followers probe less often (the views); the leader at interval_ms */
+	int iv = C.is_leader ? 0 : (int)C.follower_ms;
+	if (iv != C.interval_set) {
+		C.interval_set = iv;
+		controller_set_interval(C.ctl, iv);
+	}
 }
 
 static void etcd_failed(const struct etcd_reply *r)
@@ -610,6 +843,15 @@ static void on_reply(const struct etcd_reply *r)
 			C.want = NULL;
 		}
 		break;
+	case TAG_VIEW:
+		C.viewing = false;
+		if (!r->ok) {
+			etcd_failed(r);
+			C.view_lease = 0; /* put again */
+			break;
+		}
+		etcd_ok();
+		break;
 	case TAG_READ:
 		C.reading = false;
 		if (!r->ok) {
@@ -688,11 +930,16 @@ static void collect(struct metrics *m, void *arg)
 	metric_set(metric_series(CM.fenced, NULL), C.fence != FENCE_NONE ? 1 : 0);
 	metric_set(metric_series(CM.epoch, NULL), (double)C.epoch);
 	metric_set(metric_series(CM.fences, NULL), (double)C.fences);
+	metric_set(metric_series(CM.views, NULL), (double)C.nviews);
+	for (size_t i = 0; i < C.nseen; i++)
+		metric_set(metric_at(CM.unreachable, C.seen[i].name),
+		           C.seen[i].unreachable ? 1 : 0);
 }
 
 static void register_metrics(void)
 {
 	static bool done;
+	static const char *const backend[] = {"backend", NULL};
 	const struct metric_def defs[] = {
 	    {&CM.leader, METRIC_GAUGE, "mysteer_cluster_leader",
 	     "1 while this host leads the fleet", NULL},
@@ -702,6 +949,12 @@ static void register_metrics(void)
 	     "Epoch of the fleet's topology this host steers by", NULL},
 	    {&CM.fences, METRIC_COUNTER, "mysteer_cluster_fences_total",
 	     "Times this host began to fence writes", NULL},
+	    {&CM.views, METRIC_GAUGE, "mysteer_cluster_views",
+	     "Other hosts whose view of the backends this host holds (live hosts)", NULL},
+	    {&CM.unreachable, METRIC_GAUGE, "mysteer_cluster_local_unreachable",
+	     "1 while the backend is up for the fleet but down from this host (its reads go "
+	     "elsewhere)",
+	     backend},
 	};
 
 	if (!done)
@@ -727,6 +980,10 @@ static int cl_start(struct daemon_ctx *d, char *err, size_t errlen)
 	etcd_prefix_end(C.k_prefix, C.k_end, sizeof(C.k_end));
 	snprintf(C.k_leader, sizeof(C.k_leader), "%sleader", C.k_prefix);
 	snprintf(C.k_topo, sizeof(C.k_topo), "%stopology", C.k_prefix);
+	snprintf(C.k_views, sizeof(C.k_views), "%sviews/", C.k_prefix);
+	snprintf(C.k_myview, sizeof(C.k_myview), "%s%s", C.k_views, C.host_id);
+	C.follower_ms = (unsigned)cfg->cluster_follower_interval_ms;
+	C.interval_set = -1;
 	C.lease_ms = (unsigned)cfg->cluster_lease_ms;
 	C.fence_ms = (unsigned)cfg->cluster_fence_after_ms;
 	C.tick_ms = (C.lease_ms < C.fence_ms ? C.lease_ms : C.fence_ms) / 10;
@@ -755,6 +1012,7 @@ static int cl_start(struct daemon_ctx *d, char *err, size_t errlen)
 		goto fail;
 	}
 	controller_set_filter(C.ctl, filter, NULL);
+	controller_set_vote(C.ctl, vote, NULL);
 	register_metrics();
 	log_info("cluster: %s as host %s, etcd %s, lease %u ms, fence after %u ms; writes fenced "
 	         "until etcd answers",
@@ -770,8 +1028,11 @@ static void cl_stop(struct daemon_ctx *d, bool keep)
 {
 	if (!C.on)
 		return;
-	if (C.ctl)
+	if (C.ctl) {
 		controller_set_filter(C.ctl, NULL, NULL);
+		controller_set_vote(C.ctl, NULL, NULL);
+		controller_set_interval(C.ctl, 0);
+	}
 	if (C.tick)
 		evloop_del_timer(d->loop, C.tick);
 	/* The lease given back: the leader key goes with it, so another host
@@ -795,6 +1056,11 @@ static void cl_stop(struct daemon_ctx *d, bool keep)
 	free(C.pub);
 	free(C.decision);
 	json_object_put(C.topo);
+	for (size_t i = 0; i < C.nviews; i++)
+		json_object_put(C.views[i].j);
+	free(C.views);
+	free(C.view_want);
+	free(C.view_put);
 	memset(&C, 0, sizeof(C));
 }
 
@@ -829,6 +1095,41 @@ static void cl_status(struct json_object *root)
 	json_object_object_add(o, "etcd_error",
 	                       C.etcd_error[0] ? json_object_new_string(C.etcd_error) : NULL);
 	json_object_object_add(o, "watch", json_object_new_boolean(C.watch_up));
+	json_object_object_add(o, "follower_interval_ms", json_object_new_int((int)C.follower_ms));
+	struct json_object *un = json_object_new_array(), *held = json_object_new_array(),
+	                   *vs = json_object_new_array();
+	for (size_t i = 0; i < C.nseen; i++) {
+		if (un && C.seen[i].unreachable)
+			json_object_array_add(un, json_object_new_string(C.seen[i].name));
+		if (held && C.seen[i].held && C.is_leader)
+			json_object_array_add(held, json_object_new_string(C.seen[i].name));
+	}
+	for (size_t i = 0; vs && i < C.nviews; i++) {
+		struct json_object *v = json_object_new_object(), *down = json_object_new_array(),
+		                   *bs, *t;
+		if (!v || !down) {
+			json_object_put(v);
+			json_object_put(down);
+			continue;
+		}
+		json_object_object_add(v, "host", json_object_new_string(C.views[i].host));
+		if (json_object_object_get_ex(C.views[i].j, "time", &t))
+			json_object_object_add(
+			    v, "age_ms",
+			    json_object_new_int64(wall_ms() - json_object_get_int64(t)));
+		if (json_object_object_get_ex(C.views[i].j, "backends", &bs) &&
+		    json_object_is_type(bs, json_type_array))
+			for (size_t k = 0; k < json_object_array_length(bs); k++) {
+				const char *n = jstr(json_object_array_get_idx(bs, k), "name");
+				if (n && views_health_of(C.views[i].j, n) == HEALTH_DOWN)
+					json_object_array_add(down, json_object_new_string(n));
+			}
+		json_object_object_add(v, "down", down);
+		json_object_array_add(vs, v);
+	}
+	json_object_object_add(o, "local_unreachable", un);
+	json_object_object_add(o, "held_up", held);
+	json_object_object_add(o, "views", vs);
 	json_object_object_add(root, "cluster", o);
 }
 

@@ -390,6 +390,7 @@ static const struct keydef keydefs[] = {
     {SEC_CLUSTER, "host_id", K_STR, F(cluster_host_id), 0, 0},
     {SEC_CLUSTER, "lease_ms", K_INT, F(cluster_lease_ms), 1000, 600000},
     {SEC_CLUSTER, "fence_after_ms", K_INT, F(cluster_fence_after_ms), 100, 600000},
+    {SEC_CLUSTER, "follower_interval_ms", K_INT, F(cluster_follower_interval_ms), 10, 600000},
 };
 
 static const char *const log_level_names[] = {"error", "warn", "info", "debug"};
@@ -1187,6 +1188,7 @@ static void set_defaults(struct config *c)
 	strcpy(c->cluster_name, "mysteer");
 	c->cluster_lease_ms = 2000;
 	c->cluster_fence_after_ms = 0;
+	c->cluster_follower_interval_ms = 1000;
 }
 
 static bool default_routes(struct config *c)

@@ -148,7 +148,8 @@ struct config {
 	char cluster_name[64];   /* keys under /mysteer/<name>/ */
 	char cluster_host_id[64];
 	int cluster_lease_ms;
-	int cluster_fence_after_ms; /* 0: lease_ms */
+	int cluster_fence_after_ms;       /* 0: lease_ms */
+	int cluster_follower_interval_ms; /* probe interval of a host that does not lead */
 
 	struct config_route *routes;
 	size_t nroutes;

@@ -700,7 +700,24 @@ static void print_pool(json_object *st, FILE *out)
 	free(t.cells);
 }
 
-/* With [cluster]: who leads, the epoch applied, this host's part in it. */
+/* prefix and the names of the array c[key], on one line, when there are any. */
+static void print_names(json_object *c, const char *key, const char *prefix, FILE *out)
+{
+	json_object *a;
+	size_t n;
+
+	if (!json_object_object_get_ex(c, key, &a) || !json_object_is_type(a, json_type_array) ||
+	    !(n = json_object_array_length(a)))
+		return;
+	fputs(prefix, out);
+	for (size_t i = 0; i < n; i++)
+		fprintf(out, "%s%s", i ? ", " : "",
+		        json_object_get_string(json_object_array_get_idx(a, i)));
+	fputc('\n', out);
+}
+
+/* With [cluster]: who leads, the epoch applied, this host's part in it, the
+ * backends it cannot reach, the other hosts' views. */
 static void print_cluster(json_object *st, FILE *out)
 {
 	json_object *c, *x;
@@ -714,6 +731,28 @@ static void print_cluster(json_object *st, FILE *out)
 	if (json_object_object_get_ex(c, "fenced", &x) && json_object_get_boolean(x))
 		fprintf(out, "FENCED: no writes steered from this host: %s\n",
 		        jstr(c, "fence_reason", "?"));
+	print_names(c, "local_unreachable",
+	            "UNREACHABLE from this host (up for the fleet; reads go elsewhere): ", out);
+	print_names(c, "held_up", "held up (down from this leader only, not failed over): ", out);
+	if (!json_object_object_get_ex(c, "views", &x) || !json_object_is_type(x, json_type_array))
+		return;
+	for (size_t i = 0; i < json_object_array_length(x); i++) {
+		json_object *v = json_object_array_get_idx(x, i), *down, *age;
+		char ago[32] = "?";
+		if (json_object_object_get_ex(v, "age_ms", &age))
+			fmt_age(ago, sizeof(ago), json_object_get_int64(age) / 1000.0);
+		fprintf(out, "view %s (%s ago): ", jstr(v, "host", "?"), ago);
+		if (json_object_object_get_ex(v, "down", &down) &&
+		    json_object_is_type(down, json_type_array) && json_object_array_length(down)) {
+			fputs("down", out);
+			for (size_t k = 0; k < json_object_array_length(down); k++)
+				fprintf(out, " %s",
+				        json_object_get_string(json_object_array_get_idx(down, k)));
+			fputc('\n', out);
+		} else {
+			fputs("none down\n", out);
+		}
+	}
 }
 
 void ctl_print_status(json_object *status, FILE *out, int64_t now_ms)

@@ -129,6 +129,9 @@ struct controller {
 
 	controller_filter_fn filter;
 	void *filter_arg;
+	controller_vote_fn vote; /* may hold a backend seen down as up */
+	void *vote_arg;
+	int interval_ms; /* the probe interval set by a part; 0: the config's */
 
 	pthread_mutex_t pend_lock;
 	uint32_t pending[MAX_PENDING];
@@ -235,7 +238,9 @@ static void on_tick(struct evloop *l, uint64_t id, void *arg)
 {
 	struct cbe *b = arg;
 	/* Re-arm first: the probe may finish synchronously and recompute. */
-	b->timer = evloop_add_timer(l, (uint64_t)b->c->cfg->interval_ms, on_tick, b);
+	b->timer = evloop_add_timer(
+	    l, (uint64_t)(b->c->interval_ms ? b->c->interval_ms : b->c->cfg->interval_ms), on_tick,
+	    b);
 	start_probe(b);
 }
 
@@ -747,6 +752,17 @@ void controller_set_filter(struct controller *c, controller_filter_fn fn, void *
 	c->filter_arg = arg;
 }
 
+void controller_set_vote(struct controller *c, controller_vote_fn fn, void *arg)
+{
+	c->vote = fn;
+	c->vote_arg = arg;
+}
+
+void controller_set_interval(struct controller *c, int ms)
+{
+	c->interval_ms = ms;
+}
+
 void controller_refresh(struct controller *c)
 {
 	if (c->cfg)
@@ -939,6 +955,8 @@ static void recompute(struct controller *c, bool force_publish)
 		                               .has_lag = tb->has_lag,
 		                               .lag_s = tb->lag_s,
 		                               .demoted = tb->demoted};
+		if (tb->health == HEALTH_DOWN && c->vote && c->vote(tb, c->vote_arg))
+			in[i].health = HEALTH_UP;
 		if (c->have_writer && tb->id == c->writer_id)
 			prev = (int)i;
 		if (c->sticky[0] && strcmp(tb->name, c->sticky) == 0)

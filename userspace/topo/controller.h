@@ -82,6 +82,15 @@ struct topology *controller_snapshot(struct controller *c);
  * choice is what fn sees. NULL: none. */
 typedef void (*controller_filter_fn)(struct topology *t, void *arg);
 void controller_set_filter(struct controller *c, controller_filter_fn fn, void *arg);
+/* A part that may overrule the host's own probes for the decision
+ * (cluster/: the fleet's views): fn runs for each backend these probes see
+ * down, at each decision; true makes the rules take it as up (with what the
+ * last probe that answered saw). The snapshot still says down. NULL: none. */
+typedef bool (*controller_vote_fn)(const struct topo_backend *b, void *arg);
+void controller_set_vote(struct controller *c, controller_vote_fn fn, void *arg);
+/* The probe interval (ms) from the next probe of each backend on; 0: the
+ * config's interval_ms (cluster/: followers probe less often). */
+void controller_set_interval(struct controller *c, int ms);
 /* Builds the snapshot again and publishes it when what consumers act on
  * changed (the filter's input changed). Loop thread; nothing before the first
  * apply. */
