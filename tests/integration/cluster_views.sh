@@ -59,6 +59,18 @@ unreach_metric() { # host backend
 	hctl "$1" --json status |
 		json_get "[s['value'] for s in d['metrics']['mysteer_cluster_local_unreachable']['series'] if '$2' in json.dumps(s)][0]" 2>/dev/null | cut -d. -f1
 }
+writer_stayed() { # a few follower probe intervals after a fault, nothing moved
+	sleep 3
+	check "the writer did not move: every host still steers writes to db1" all_steer db1
+	check_eq "... no host applied a writer change" "0 0 0" \
+		"$(for h in $HOSTS; do writer_moves "$h" "${skip[$h]}"; done | tr '\n' ' ' | sed 's/ $//')"
+}
+mark() { # the hosts' log lengths (skip) and the time (t0) before a fault
+	local h
+	for h in $HOSTS; do skip[$h]=$(loglen "$h"); done
+	t0=$(date +%s%3N)
+}
+since_mark() { echo $(($(log_ms "$1" "${skip[$1]}" "$2") - t0)); } # host pattern
 writer_moves() { # host skip: lines of the host's log since skip saying the writer moved
 	tail -n +$(($2 + 1)) "$T/h$1/log" | grep -c 'cluster: topology epoch .* -> '
 }
@@ -82,18 +94,15 @@ e0=$(cj 1 "c['epoch']")
 lh=$(leader_host)
 f=$((lh % 3 + 1))
 g=$(((lh + 1) % 3 + 1))
-for h in $HOSTS; do skip[$h]=$(loglen "$h"); done
-t0=$(date +%s%3N)
+mark
 dbfwd_signal "$f" 1 STOP
 ms=$(wait_until 30 unreachable "$f" db1)
 check "host$f (cut from db1) says db1 is unreachable from it" unreachable "$f" db1
-measured "host$f reported db1 unreachable $(($(log_ms "$f" "${skip[$f]}" 'db1 is up for the fleet but down from this host') - t0)) ms after the cut (its log; follower_interval_ms 500, fall 2)"
+measured "host$f reported db1 unreachable $(since_mark "$f" 'db1 is up for the fleet but down from this host') ms after the cut (its log; follower_interval_ms 500, fall 2)"
 ms=$(wait_until 20 view_down "$lh" "$f" db1)
 check "the leader host$lh shows host$f's view with db1 down" view_down "$lh" "$f" db1
 check_eq "host$f: mysteer_cluster_local_unreachable{backend=db1} is 1" 1 "$(unreach_metric "$f" db1)"
-sleep 3
-check "the writer did not move: every host still steers writes to db1" all_steer db1
-check_eq "... no host applied a writer change" "0 0 0" "$(for h in $HOSTS; do writer_moves "$h" "${skip[$h]}"; done | tr '\n' ' ' | sed 's/ $//')"
+writer_stayed
 check_eq "... the epoch did not move" "$e0" "$(cj "$lh" "c['epoch']")"
 check_eq "host$f: 6446 still lands on db1 for the other hosts" "$P1" "$(rw_port "$g")"
 st "$f" | sed 's/^/# /' | head -n 6
@@ -120,28 +129,23 @@ wait_until 20 is_reader "$f" db2 >/dev/null
 check_eq "host$f: db2 is a reader again" reader "$(role_of "$f" db2)"
 
 # --- the leader cut from the writer alone: held up --------------------------------
-for h in $HOSTS; do skip[$h]=$(loglen "$h"); done
-t0=$(date +%s%3N)
+mark
 dbfwd_signal "$lh" 1 STOP
 ms=$(wait_until 30 held "$lh" db1)
 check "the leader host$lh (cut from db1) holds db1 up" held "$lh" db1
-measured "leader held db1 up $(($(log_ms "$lh" "${skip[$lh]}" 'db1 is down from this host (the leader)') - t0)) ms after its cut (its log)"
+measured "leader held db1 up $(since_mark "$lh" 'db1 is down from this host (the leader)') ms after its cut (its log)"
 check "... and logs why" grep -q "cluster: db1 is down from this host (the leader), but only 1 of 3 live hosts see it down" "$T/h$lh/log"
-sleep 3
-check "the writer did not move: every host still steers writes to db1" all_steer db1
-check_eq "... no host applied a writer change" "0 0 0" "$(for h in $HOSTS; do writer_moves "$h" "${skip[$h]}"; done | tr '\n' ' ' | sed 's/ $//')"
+writer_stayed
 check_eq "host$f: 6446 lands on db1" "$P1" "$(rw_port "$f")"
 st "$lh" | sed 's/^/# /' | head -n 6
 
 # --- and one follower too: 2 of 3 see db1 down, a majority: failed over -----------
-for h in $HOSTS; do skip[$h]=$(loglen "$h"); done
-t0=$(date +%s%3N)
+mark
 dbfwd_signal "$f" 1 STOP
 ms=$(wait_until 30 no_writer_all)
 check "the leader and host$f cut from db1 (2 of 3): db1 failed over, no writer (the replicas are read_only)" no_writer_all
-measured "leader decided the failover $(($(log_ms "$lh" "${skip[$lh]}" 'a majority, this leader included') - t0)) ms after the second host's cut (its log; seen by polling on every host after $ms ms)"
-for h in $HOSTS; do skip[$h]=$(loglen "$h"); done
-t0=$(date +%s%3N)
+measured "leader decided the failover $(since_mark "$lh" 'a majority, this leader included') ms after the second host's cut (its log; seen by polling on every host after $ms ms)"
+mark
 dbfwd_signal "$lh" 1 CONT
 dbfwd_signal "$f" 1 CONT
 ms=$(wait_until 30 all_steer db1)
@@ -159,7 +163,7 @@ e1=$(cj "$lh" "c['epoch']")
 lh=$(leader_host)
 el=$(etcd_leader)
 check "etcd's raft leader found through /v3/maintenance/status" [ -n "$el" ]
-for h in $HOSTS; do skip[$h]=$(loglen "$h"); done
+mark
 etcd_stop "${el:-1}"
 sleep $((LEASE_MS * 3 / 1000))
 check "etcd's leader member m$el stopped: every host still steers writes to db1" all_steer db1
