@@ -31,10 +31,13 @@
 
 enum tag { TAG_GRANT = 1, TAG_KEEPALIVE, TAG_CAMPAIGN, TAG_PUBLISH, TAG_READ, TAG_VIEW };
 
-/* Another host's view (views.h), as its key holds it. */
+/* Another host's view (views.h), as its key holds it; j NULL: deleted (kept
+ * with the revision of the delete, so that an older read does not bring it
+ * back). */
 struct view {
 	char host[64];
 	struct json_object *j;
+	int64_t rev; /* etcd revision of what j says */
 };
 
 /* What this host notes of one backend, for logs and metrics. */
@@ -77,7 +80,8 @@ static struct cl {
 	char etcd_error[192]; /* the last failure, "" after a success */
 	bool error_logged;
 
-	char leader[64]; /* who leads, "" none known */
+	char leader[64];    /* who leads, "" none known */
+	int64_t leader_rev; /* etcd revision of what leader says */
 	bool is_leader;
 	uint64_t led_since_ms; /* when this host won its lead */
 
@@ -206,12 +210,14 @@ static bool hold_up(const struct topo_backend *b)
 
 	if (!C.is_leader)
 		return false;
+	size_t k = 0;
 	others = calloc(C.nviews ? C.nviews : 1, sizeof(*others));
 	if (!others)
 		return false;
 	for (size_t i = 0; i < C.nviews; i++)
-		others[i] = views_health_of(C.views[i].j, b->name);
-	down = views_agree_down(b->health, others, C.nviews, &n);
+		if (C.views[i].j)
+			others[k++] = views_health_of(C.views[i].j, b->name);
+	down = views_agree_down(b->health, others, k, &n);
 	free(others);
 	struct seen *s = seen_of(b->name);
 	if (s && s->held == down) {
@@ -234,18 +240,32 @@ static bool vote(const struct topo_backend *b, void *arg)
 	return hold_up(b);
 }
 
-static void view_set(const char *host, const char *value)
+static size_t live_views(void)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < C.nviews; i++)
+		n += C.views[i].j != NULL;
+	return n;
+}
+
+/* Host's view as of etcd revision rev (value NULL: deleted); what is older
+ * than what is known is ignored (a read answered after a newer watch event). */
+static void view_set(const char *host, const char *value, int64_t rev)
 {
 	size_t i;
 
 	for (i = 0; i < C.nviews && strcmp(C.views[i].host, host); i++)
 		;
+	if (i < C.nviews && rev < C.views[i].rev)
+		return;
 	if (!value) {
-		if (i == C.nviews)
+		if (i == C.nviews || !C.views[i].j)
 			return;
 		log_info("cluster: host %s's view is gone (its lease ended)", host);
 		json_object_put(C.views[i].j);
-		C.views[i] = C.views[--C.nviews];
+		C.views[i].j = NULL;
+		C.views[i].rev = rev;
 		controller_refresh(C.ctl);
 		return;
 	}
@@ -269,6 +289,7 @@ static void view_set(const char *host, const char *value)
 	}
 	json_object_put(C.views[i].j);
 	C.views[i].j = j;
+	C.views[i].rev = rev;
 	controller_refresh(C.ctl);
 }
 
@@ -566,20 +587,49 @@ static void set_leader(const char *who)
 		log_info("cluster: leader %s", who);
 }
 
-/* One key as the watch or a read shows it; value NULL: deleted. */
-static void on_key(const char *key, const char *value)
+/* The leader key as of etcd revision rev; older than what is known:
+ * ignored (the watch and the requests come back on two threads: a read may
+ * be answered after a newer watch event). */
+static void leader_at(const char *who, int64_t rev)
+{
+	if (rev < C.leader_rev)
+		return;
+	C.leader_rev = rev;
+	set_leader(who);
+}
+
+/* One key as the watch or a read shows it as of etcd revision rev; value
+ * NULL: deleted. */
+static void on_key(const char *key, const char *value, int64_t rev)
 {
 	if (!strcmp(key, C.k_leader))
-		set_leader(value ? value : "");
+		leader_at(value ? value : "", rev);
 	else if (!strcmp(key, C.k_topo) && value)
 		adopt_topology(value, "etcd");
 	else if (!strncmp(key, C.k_views, strlen(C.k_views)) && strcmp(key, C.k_myview) != 0 &&
 	         key[strlen(C.k_views)])
-		view_set(key + strlen(C.k_views), value);
+		view_set(key + strlen(C.k_views), value, rev);
 }
 
-/* A kv object of etcd's JSON: key and value decoded. */
-static void on_kv(struct json_object *kv, bool deleted)
+static int64_t rev_of(struct json_object *o, const char *key)
+{
+	struct json_object *x;
+
+	if (!o || !json_object_object_get_ex(o, key, &x))
+		return 0;
+	return json_object_get_int64(x); /* etcd's JSON gives int64 as strings */
+}
+
+/* The revision of a response's header. */
+static int64_t header_rev(struct json_object *j)
+{
+	struct json_object *h;
+
+	return j && json_object_object_get_ex(j, "header", &h) ? rev_of(h, "revision") : 0;
+}
+
+/* A kv object of etcd's JSON: key and value decoded; rev: what it is as of. */
+static void on_kv(struct json_object *kv, bool deleted, int64_t rev)
 {
 	static char key[256], value[65536];
 	const char *k = jstr(kv, "key"), *v = jstr(kv, "value");
@@ -590,10 +640,10 @@ static void on_kv(struct json_object *kv, bool deleted)
 		if (v)
 			log_warn("cluster: %s: value too large or not base64 (ignored)", key);
 		else
-			on_key(key, ""); /* an empty value is not sent */
+			on_key(key, "", rev); /* an empty value is not sent */
 		return;
 	}
-	on_key(key, deleted ? NULL : value);
+	on_key(key, deleted ? NULL : value, rev);
 }
 
 /* ---- requests ---- */
@@ -733,11 +783,14 @@ static struct json_object *response0(struct json_object *j, const char *kind)
 	return x;
 }
 
-static void kvs_of(struct json_object *range, bool whole_prefix)
+/* The keys of a range answered as of etcd revision rev; whole_prefix: a key
+ * it does not hold was deleted. */
+static void kvs_of(struct json_object *range, bool whole_prefix, int64_t rev)
 {
 	struct json_object *kvs;
 	bool leader_seen = false;
-	size_t n;
+	bool *seen = calloc(C.nviews ? C.nviews : 1, sizeof(*seen));
+	size_t n, nv = C.nviews;
 
 	if (range && json_object_object_get_ex(range, "kvs", &kvs)) {
 		n = json_object_array_length(kvs);
@@ -745,13 +798,22 @@ static void kvs_of(struct json_object *range, bool whole_prefix)
 			struct json_object *kv = json_object_array_get_idx(kvs, i);
 			char key[256];
 			const char *k = jstr(kv, "key");
-			if (k && etcd_unb64(k, key, sizeof(key)) >= 0 && !strcmp(key, C.k_leader))
-				leader_seen = true;
-			on_kv(kv, false);
+			if (k && etcd_unb64(k, key, sizeof(key)) >= 0) {
+				leader_seen |= !strcmp(key, C.k_leader);
+				for (size_t v = 0; seen && v < nv; v++)
+					seen[v] |=
+					    !strncmp(key, C.k_views, strlen(C.k_views)) &&
+					    !strcmp(key + strlen(C.k_views), C.views[v].host);
+			}
+			on_kv(kv, false, rev);
 		}
 	}
 	if (!leader_seen && whole_prefix)
-		set_leader("");
+		leader_at("", rev);
+	for (size_t v = 0; whole_prefix && seen && v < nv; v++)
+		if (!seen[v] && C.views[v].j)
+			view_set(C.views[v].host, NULL, rev);
+	free(seen);
 }
 
 static void on_reply(const struct etcd_reply *r)
@@ -814,7 +876,7 @@ static void on_reply(const struct etcd_reply *r)
 				controller_hint_writer(C.ctl, C.topo_writer);
 			controller_refresh(C.ctl);
 		} else {
-			kvs_of(response0(r->json, "response_range"), false);
+			kvs_of(response0(r->json, "response_range"), false, header_rev(r->json));
 		}
 		break;
 	case TAG_PUBLISH:
@@ -836,7 +898,7 @@ static void on_reply(const struct etcd_reply *r)
 			log_warn("cluster: not published: this host no longer holds %s",
 			         C.k_leader);
 			C.is_leader = false;
-			kvs_of(response0(r->json, "response_range"), false);
+			kvs_of(response0(r->json, "response_range"), false, header_rev(r->json));
 			if (!strcmp(C.leader, C.host_id))
 				C.leader[0] = '\0';
 			free(C.want);
@@ -859,7 +921,7 @@ static void on_reply(const struct etcd_reply *r)
 			break;
 		}
 		etcd_ok();
-		kvs_of(r->json, true);
+		kvs_of(r->json, true, header_rev(r->json));
 		break;
 	}
 	fence_eval();
@@ -895,7 +957,9 @@ static void on_etcd(void *arg, const struct etcd_reply *r)
 			struct json_object *ev = json_object_array_get_idx(evs, i), *kv;
 			const char *type = jstr(ev, "type");
 			if (json_object_object_get_ex(ev, "kv", &kv))
-				on_kv(kv, type && !strcmp(type, "DELETE"));
+				on_kv(kv, type && !strcmp(type, "DELETE"),
+				      rev_of(kv, "mod_revision") ? rev_of(kv, "mod_revision")
+				                                 : header_rev(r->json));
 		}
 		break;
 	}
@@ -930,7 +994,7 @@ static void collect(struct metrics *m, void *arg)
 	metric_set(metric_series(CM.fenced, NULL), C.fence != FENCE_NONE ? 1 : 0);
 	metric_set(metric_series(CM.epoch, NULL), (double)C.epoch);
 	metric_set(metric_series(CM.fences, NULL), (double)C.fences);
-	metric_set(metric_series(CM.views, NULL), (double)C.nviews);
+	metric_set(metric_series(CM.views, NULL), (double)live_views());
 	for (size_t i = 0; i < C.nseen; i++)
 		metric_set(metric_at(CM.unreachable, C.seen[i].name),
 		           C.seen[i].unreachable ? 1 : 0);
@@ -1105,6 +1169,8 @@ static void cl_status(struct json_object *root)
 			json_object_array_add(held, json_object_new_string(C.seen[i].name));
 	}
 	for (size_t i = 0; vs && i < C.nviews; i++) {
+		if (!C.views[i].j)
+			continue;
 		struct json_object *v = json_object_new_object(), *down = json_object_new_array(),
 		                   *bs, *t;
 		if (!v || !down) {
