@@ -7,6 +7,9 @@ raw protocol:
   the writer, recorded in the session's history): the COM_STMT_FETCH that
   follows gets its rows (the history is not replayed on the cursor's
   connection first, which would close the statement).
+- A cursor, then a read on its connection (the session history replayed
+  there first) or a SET run there: the FETCH still gets its rows, and the
+  statement executes again after.
 - A user whose configured password is empty logs in with an empty reply.
 
   proxy_session.py PORT USER PASSWORD EMPTY_PASSWORD_USER
@@ -61,6 +64,32 @@ r = fetch(s, sid, 10)
 check(r == 3, 'and the rest of them (%s)' % (r,))
 check(query(s, b'SELECT @after_cursor') == [[b'1']], 'the SET holds there too')
 print('# reads ran on %s' % port_of)
+s.close()
+
+# --- a cursor, then statements on its own connection ------------------------------
+# A server keeps a cursor open across other statements of its connection:
+# the history replayed there before a read, and a SET run there, must not
+# close the cursor's statement.
+s = login(port, user, password)
+s.settimeout(30)
+sid = prepare(s, b'SELECT id FROM t.k ORDER BY id LIMIT 5')
+r = execute(s, sid, cursor=True)
+check(isinstance(r, tuple) and r[1] & 0x40, 'a second cursor opens (%s)' % (r,))
+check(query(s, b"INSERT INTO t.k (v) VALUES ('cursor-write-2')") == 'ok', 'a write after it')
+check(query(s, b'SET @c2 = 2') == 'ok', 'a SET on the writer (the history grows)')
+r = query(s, b'SELECT @c2, @@port')
+check(isinstance(r, list) and r[0][0] == b'2',
+      'a read on the cursor\'s connection, the history replayed there first (%s)' % (r,))
+r = fetch(s, sid, 10)
+check(r == 5, 'COM_STMT_FETCH after that read gets the cursor\'s rows (%s)' % (r,))
+r = execute(s, sid, cursor=True)
+check(isinstance(r, tuple) and r[1] & 0x40, 'the statement opens a cursor again (%s)' % (r,))
+check(query(s, b'SET @c3 = 3') == 'ok', 'a SET on the cursor\'s connection')
+r = fetch(s, sid, 10)
+check(r == 5, 'COM_STMT_FETCH after that SET gets the cursor\'s rows (%s)' % (r,))
+r = execute(s, sid)
+check(isinstance(r, tuple) and r[2] == 5, 'and the statement executes again after both (%s)' % (r,))
+check(query(s, b'SELECT @c2, @c3') == [[b'2', b'3']], 'both SETs hold')
 s.close()
 
 # --- an empty password ------------------------------------------------------------

@@ -370,7 +370,7 @@ static void on_answer_done(struct client *c, struct bconn *b)
 	      c->cur_reason == CLS_R_UNKNOWN_FUNCTION || c->cur_reason == CLS_R_NOT_UNDERSTOOD)) ||
 	    (!c->cur_classified && c->cur_kind == RESP_GENERIC && !c->cur_ps)) {
 		if (b->nbst > 0) {
-			bc_clear(b, true);
+			bc_clear_for_state(c, b);
 			bconn_update(b);
 		}
 	}

@@ -112,6 +112,10 @@ struct bstmt {
 	 * an EXECUTE that sends none), NULL before its first EXECUTE */
 	uint8_t *types;
 	size_t ntypes;
+	/* parsed under a session state the connection has left, and kept only
+	 * for the cursor open on it (bc_clear_for_state): a FETCH reads it, an
+	 * EXECUTE prepares the statement again */
+	bool stale;
 };
 
 /*
@@ -733,6 +737,7 @@ struct pstmt *ps_find(struct client *c, uint32_t id);
 void ps_forget_conn(struct client *c, const struct bconn *b);
 struct bstmt *bc_find(struct bconn *b, const struct skey *k);
 void bc_clear(struct bconn *b, bool send_close);
+void bc_clear_for_state(const struct client *c, struct bconn *b);
 int bc_add(struct bconn *b, struct skey *k, uint32_t xid);
 void bc_make_room(struct bconn *b);
 void ps_drop_longdata(struct client *c, struct pstmt *ps);

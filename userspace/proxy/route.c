@@ -393,9 +393,8 @@ int send_cmd(struct client *c, struct bconn *b)
 	const uint8_t *p = c->cmd.d + c->cmd.off;
 	size_t n = buf_used(&c->cmd);
 	/* a FETCH reads the rows of a cursor open on b and needs nothing of
-	 * the session: the history is replayed before the next other command,
-	 * as the replay empties b's statement cache, which would close the
-	 * cursor's statement */
+	 * the session: the history is replayed before the next other command
+	 * (bc_clear_for_state keeps the cursor's statement then) */
 	bool fetch = n > 0 && p[0] == COM_STMT_FETCH;
 	uint32_t xid;
 
@@ -410,7 +409,7 @@ int send_cmd(struct client *c, struct bconn *b)
 	/* the history changes how the server may parse: the cached statements
 	 * were prepared without it (a clean connection has none replayed) */
 	if (!fetch && b->hist_applied < upto && b->nbst > 0)
-		bc_clear(b, true);
+		bc_clear_for_state(c, b);
 	while (!fetch && b->hist_applied < upto) {
 		struct hist *h = &c->hist[b->hist_applied++];
 		if (buf_put_packet(&b->out, 0, h->p, h->n) < 0)

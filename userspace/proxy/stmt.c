@@ -102,6 +102,37 @@ void bc_clear(struct bconn *b, bool send_close)
 	}
 }
 
+/* Whether a statement of session c has its cursor open on b with key k. */
+static bool cursor_open_on(const struct client *c, const struct bconn *b, const struct skey *k)
+{
+	for (const struct pstmt *ps = c->stmts; ps; ps = ps->next)
+		if (ps->cursor_b == b && ps->key == k)
+			return true;
+	return false;
+}
+
+/*
+ * The session state of b changed (a session statement ran there, or the
+ * history was replayed): its cached statements were parsed under the former
+ * state and go, as bc_clear does, except those whose cursor the session has
+ * open there. A server keeps a cursor across other statements on its
+ * connection, so its COM_STMT_FETCH must still find the statement; it is
+ * marked stale and prepared again at its next EXECUTE.
+ */
+void bc_clear_for_state(const struct client *c, struct bconn *b)
+{
+	if (!b->has_cursor || !c) {
+		bc_clear(b, true);
+		return;
+	}
+	for (uint32_t i = b->nbst; i-- > 0;) {
+		if (cursor_open_on(c, b, b->bst[i].k))
+			b->bst[i].stale = true;
+		else
+			bc_del(b, i, true);
+	}
+}
+
 /* A PREPARE of k answered on b with this id: cached (an older one of the
  * same key, when the client prepared the text again, is closed). */
 int bc_add(struct bconn *b, struct skey *k, uint32_t xid)
@@ -115,6 +146,7 @@ int bc_add(struct bconn *b, struct skey *k, uint32_t xid)
 		e->k = k;
 		e->types = NULL;
 		e->ntypes = 0;
+		e->stale = false;
 		k->ncached++;
 	} else {
 		bc_del(b, (uint32_t)(e - b->bst), true);
@@ -302,6 +334,10 @@ int queue_ps_prereqs(struct client *c, struct bconn *b, uint32_t *xid, struct bs
 	struct pstmt *ps = c->cur_ps;
 	struct bstmt *e = bc_find(b, ps->key);
 
+	if (e && e->stale) { /* its cursor ends with this EXECUTE anyway */
+		bc_del(b, (uint32_t)(e - b->bst), true);
+		e = NULL;
+	}
 	*ep = e;
 	if (e) {
 		*xid = e->xid;
