@@ -273,7 +273,7 @@ static int cmd_prepare(struct client *c, const uint8_t *p, size_t n)
 		return -1;
 	}
 	/* its text is kept for the session: within max_session_bytes */
-	if (!session_bytes_fit(c, n - 1)) {
+	if (!hist_bytes_fit(c, n - 1)) {
 		snprintf(msg, sizeof(msg),
 		         "Out of memory: the session's prepared statements and history would pass "
 		         "max_session_bytes = %llu",

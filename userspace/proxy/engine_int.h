@@ -1,6 +1,6 @@
 /*
  * engine_int.h - the 6450 proxy engine's insides, shared by its files
- * (engine.c, client.c, route.c, ryw.c, backend.c, answer.c, pool.c, wait.c,
+ * (engine.c, client.c, route.c, history.c, ryw.c, backend.c, answer.c, pool.c, wait.c,
  * mux.c, stmt.c, ...) and by nothing else: the session, backend connection, worker and
  * engine structures, the limits, the buffer helpers (static inline: they are
  * on every packet's path, and there is no LTO), and the functions the files
@@ -862,12 +862,23 @@ void ryw_write_done(struct client *c, const struct bconn *b, bool ok);
 /* Whether a read of c stays on the writer: in the window after a write. */
 bool ryw_keeps_writer(const struct client *c);
 
-/* route.c: routing and the session history */
+/* history.c: the session history */
 void hist_clear(struct client *c);
 void hist_pop(struct client *c);
 /* The command in flight, the history's last entry, succeeded: an earlier
  * identical entry goes. */
 void hist_commit(struct client *c);
+/* Whether n more bytes of the session's (a prepared statement's text) fit
+ * in max_session_bytes with its history. */
+bool hist_bytes_fit(const struct client *c, size_t n);
+uint64_t hist_fingerprint(const struct client *c, size_t upto);
+uint8_t *hist_image(const struct client *c, size_t upto, size_t *len);
+bool hist_image_matches(const struct client *c, const struct bconn *b, uint64_t fp);
+/* 0: recorded; 1: past max_session_history, not recorded: the session is
+ * pinned to the writer instead; -1: out of memory. */
+int hist_add(struct client *c, const uint8_t *p, size_t n);
+
+/* route.c: routing */
 /* A USE or COM_INIT_DB is about to change c->db: the schema before is kept
  * until the server answers (db_change_end: ok keeps the new one). */
 static inline void db_change_begin(struct client *c)
@@ -881,18 +892,9 @@ static inline void db_change_end(struct client *c, bool ok)
 		memcpy(c->db, c->db_before, sizeof(c->db));
 	c->db_pending = false;
 }
-/* Whether n more bytes of the session's (a prepared statement's text) fit
- * in max_session_bytes with its history. */
-bool session_bytes_fit(const struct client *c, size_t n);
-uint64_t hist_fingerprint(const struct client *c, size_t upto);
-uint8_t *hist_image(const struct client *c, size_t upto, size_t *len);
-bool hist_image_matches(const struct client *c, const struct bconn *b, uint64_t fp);
 int send_cmd(struct client *c, struct bconn *b);
 int queue_internal(struct bconn *b, const char *sql);
 void route_cmd(struct client *c);
-/* 0: recorded; 1: past max_session_history, not recorded: the session is
- * pinned to the writer instead; -1: out of memory. */
-int hist_add(struct client *c, const uint8_t *p, size_t n);
 void route_classify(struct client *c, const uint8_t *sql, size_t len, struct cls_result *res);
 void route_decide(struct client *c, enum cls_token tok, uint32_t flags, enum cls_reason reason,
                   bool is_ps);

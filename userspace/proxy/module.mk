@@ -25,7 +25,7 @@ $(BUILD)/fuzz/fuzz_proto: tests/fuzz/fuzz_proto.c userspace/proxy/proto.c usersp
 # engine_int.h) and the service go into mysteerd; they need the classifier.
 ENGINE_OBJS := $(addprefix $(BUILD)/obj/userspace/proxy/, \
 	       engine.o client.o route.o backend.o answer.o pool.o wait.o mux.o stmt.o users.o \
-	       metrics.o tls.o ops.o switchover.o ryw.o)
+	       metrics.o tls.o ops.o switchover.o ryw.o history.o)
 PROXY_OBJS := $(PROTO_OBJS) $(ENGINE_OBJS) \
 	      $(BUILD)/obj/userspace/proxy/service.o $(BUILD)/obj/userspace/proxy/routines.o
 
