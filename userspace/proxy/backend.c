@@ -39,7 +39,7 @@ void bconn_free(struct bconn *b)
 		b->pooled = false;
 	}
 	if (c && c->ghost) {
-		warm_unlink(b);
+		pool_warm_unlink(b);
 		if (b->backend_id < PROXY_MAX_IDS) {
 			c->warming[b->backend_id]--;
 			atomic_fetch_sub(&b->w->e->be_warming[b->backend_id], 1);
@@ -76,7 +76,7 @@ void bconn_free(struct bconn *b)
 	b->hist_img = NULL;
 	b->dead = true;
 	atomic_fetch_sub(&b->w->e->nbconns, 1);
-	slot_release(b->w, b->backend_id);
+	pool_slot_release(b->w, b->backend_id);
 	b->next_dead = b->w->dead_bconns;
 	b->w->dead_bconns = b;
 }
@@ -179,7 +179,7 @@ static void bconn_fail_err(struct bconn *b, const char *why, const struct err_pk
 	         why);
 	snprintf(msg, sizeof(msg), "mysteer: lost the connection to the %s %s: %s",
 	         writer ? "writer" : "reader", b->name, why);
-	warm_failed(b);
+	pool_warm_failed(b);
 	/* the writer could not be reached before the command was sent (a
 	 * killed primary refuses the connect): it waits for the next writer
 	 * (switchover_buffer_ms), as when there is none */
@@ -452,7 +452,7 @@ void bconn_pump(struct bconn *b)
 			bconn_auth_reply(b, p, payload, seq);
 	}
 	if (!b->dead && b->st == B_READY && b->c && b->c->ghost) {
-		warm_park(b);
+		pool_warm_park(b);
 		return;
 	}
 	if (!b->dead && b->st == B_READY)
@@ -557,13 +557,13 @@ struct bconn *bconn_open(struct client *c, const struct topo_backend *be, bool w
 	bool pp = engine_backend_pp(c->w->e, be);
 	if (pp && c->ghost)
 		return NULL;
-	if (!slot_take(c->w->e, be->id)) {
+	if (!pool_slot_take(c->w->e, be->id)) {
 		*full = true;
 		return NULL;
 	}
 	b = calloc(1, sizeof(*b));
 	if (!b) {
-		slot_release(c->w, be->id);
+		pool_slot_release(c->w, be->id);
 		return NULL;
 	}
 	b->type = EV_BACKEND;
@@ -609,7 +609,7 @@ struct bconn *bconn_open(struct client *c, const struct topo_backend *be, bool w
 		}
 		tls_free(b->tls);
 		free(b);
-		slot_release(c->w, be->id);
+		pool_slot_release(c->w, be->id);
 		return NULL;
 	}
 	b->events = EPOLLOUT;

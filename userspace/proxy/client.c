@@ -301,7 +301,7 @@ static int cmd_prepare(struct client *c, const uint8_t *p, size_t n)
 	/* FOUND_ROWS(), ROW_COUNT(), SHOW WARNINGS...: prepared on the
 	 * connection of the statement before, so that the session keeps it for
 	 * the EXECUTE (a prepare leaves that state as it was) */
-	else if (ps_reads_prev_state(ps) && (c->last || reclaim_last(c)))
+	else if (ps_reads_prev_state(ps) && (c->last || pool_reclaim_last(c)))
 		c->route = R_LAST;
 	return 0;
 }

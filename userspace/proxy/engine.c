@@ -303,7 +303,7 @@ const struct user_table *worker_users(struct worker *w)
 	w->users = users_ref(e->users);
 	w->users_gen = atomic_load(&e->users_gen);
 	pthread_mutex_unlock(&e->users_mu);
-	if (ghosts_renew(w) < 0)
+	if (pool_ghosts_renew(w) < 0)
 		log_warn("proxy: out of memory: no warm connections for the reloaded users");
 	return w->users;
 }
@@ -569,7 +569,7 @@ void proxy_engine_stop(struct proxy_engine *e)
 	for (int i = 0; i < e->nworkers; i++) {
 		struct worker *w = &e->workers[i];
 		rt_snap_put(w->rt);
-		ghosts_free(w);
+		pool_ghosts_free(w);
 		users_put(w->users);
 		for (int j = 0; j < w->nls; j++)
 			close(w->ls[j].fd);
@@ -608,7 +608,7 @@ static int worker_init(struct worker *w, struct proxy_engine *e, const struct co
 	}
 	w->users = users_ref(e->users);
 	w->users_gen = atomic_load(&e->users_gen);
-	if (ghosts_init(w) < 0) {
+	if (pool_ghosts_init(w) < 0) {
 		snprintf(err, errlen, "proxy: out of memory");
 		return -1;
 	}

@@ -288,7 +288,7 @@ struct client {
 	bool has_sticky_reader;
 	/* the previous statement's connection went back to the pool clean: it
 	 * is that pooled connection while its takes count is still this one
-	 * (reclaim_last: FOUND_ROWS() after a plain read) */
+	 * (pool_reclaim_last: FOUND_ROWS() after a plain read) */
 	bool has_parked_last;
 	uint64_t parked_takes;
 	struct pstmt *stmts, *cur_ps;
@@ -309,7 +309,7 @@ struct client {
 	/* waiting for a connection of a backend at its cap (the worker's queue,
 	 * in ticket order over all workers) */
 	bool waiting;
-	bool must_wait; /* set by conn_get: route_cmd queues the command */
+	bool must_wait; /* set by pool_conn_get: route_cmd queues the command */
 	uint32_t want_id, wait_id;
 	char want_name[TOPO_NAME_MAX], wait_name[TOPO_NAME_MAX];
 	uint64_t wait_start, wait_deadline;
@@ -748,21 +748,21 @@ int build_execute(struct client *c, struct bstmt *e, uint32_t xid, const uint8_t
 int queue_ps_prereqs(struct client *c, struct bconn *b, uint32_t *xid, struct bstmt **ep);
 
 /* pool.c: the per-backend cap, the pool, warm connections */
-bool slot_take(struct proxy_engine *e, uint32_t id);
-void wake_others(struct worker *w);
-void slot_release(struct worker *w, uint32_t id);
-void warm_unlink(struct bconn *b);
+bool pool_slot_take(struct proxy_engine *e, uint32_t id);
+void pool_wake_others(struct worker *w);
+void pool_slot_release(struct worker *w, uint32_t id);
+void pool_warm_unlink(struct bconn *b);
 bool pool_park(struct client *c, struct bconn *b);
 void pool_event(struct bconn *b, uint32_t events);
-bool reclaim_last(struct client *c);
+bool pool_reclaim_last(struct client *c);
 void pool_sweep(struct worker *w, uint64_t now);
-void warm_park(struct bconn *b);
-void warm_failed(struct bconn *b);
-struct bconn *conn_get(struct client *c, const struct topo_backend *be, bool writer);
+void pool_warm_park(struct bconn *b);
+void pool_warm_failed(struct bconn *b);
+struct bconn *pool_conn_get(struct client *c, const struct topo_backend *be, bool writer);
 void pool_warm(struct worker *w);
-int ghosts_init(struct worker *w);
-int ghosts_renew(struct worker *w);
-void ghosts_free(struct worker *w);
+int pool_ghosts_init(struct worker *w);
+int pool_ghosts_renew(struct worker *w);
+void pool_ghosts_free(struct worker *w);
 /* engine.c: one batch of the worker's events and what follows it */
 void worker_once(struct worker *w, int timeout_ms);
 /* engine.c: the users now; a reload's new table is taken up here (and the

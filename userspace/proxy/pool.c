@@ -3,7 +3,7 @@
  * cap (a slot reserved in be_active before a connection opens, given back
  * when it closes), the worker's pool of idle connections (park with or
  * without COM_RESET_CONNECTION, take, sweep), the warm connections
- * pool_min_idle keeps logging in, and conn_get, which gives a session a
+ * pool_min_idle keeps logging in, and pool_conn_get, which gives a session a
  * connection or tells it to wait (wait.c). Separate from the sessions: a
  * pooled connection belongs to no client.
  */
@@ -25,7 +25,7 @@
  * given back when the connection is freed. false: the backend is at its cap.
  * Ids beyond PROXY_MAX_IDS are not counted, hence not capped.
  */
-bool slot_take(struct proxy_engine *e, uint32_t id)
+bool pool_slot_take(struct proxy_engine *e, uint32_t id)
 {
 	uint64_t max = (uint64_t)atomic_load(&e->pool_max), cur;
 
@@ -42,7 +42,7 @@ bool slot_take(struct proxy_engine *e, uint32_t id)
 /* Wakes the other workers (their eventfd): a slot came free that their
  * waiters may take, or this worker's waiters need their idle connections
  * (pool_yield). */
-void wake_others(struct worker *w)
+void pool_wake_others(struct worker *w)
 {
 	uint64_t one = 1;
 
@@ -58,17 +58,17 @@ void wake_others(struct worker *w)
 /* A connection of this backend was closed: its slot is free again. This
  * worker serves its waiters after the event batch (w->kick); other workers'
  * waiters are woken. */
-void slot_release(struct worker *w, uint32_t id)
+void pool_slot_release(struct worker *w, uint32_t id)
 {
 	if (id >= PROXY_MAX_IDS)
 		return;
 	atomic_fetch_sub(&w->e->be_active[id], 1);
 	w->kick = true;
 	if (!w->stop && atomic_load(&w->e->be_waiting[id]) > w->wait_n[id])
-		wake_others(w);
+		pool_wake_others(w);
 }
 
-void warm_unlink(struct bconn *b)
+void pool_warm_unlink(struct bconn *b)
 {
 	for (struct bconn **pp = &b->w->warming; *pp; pp = &(*pp)->warm_next)
 		if (*pp == b) {
@@ -143,7 +143,7 @@ bool pool_park(struct client *c, struct bconn *b)
 		b->hist_img = hist_upto > 0 ? hist_image(c, hist_upto, &b->hist_img_len) : NULL;
 		if (b->hist_img) {
 			b->hist_fp = hist_fingerprint(c, hist_upto);
-			b->hist_applied = hist_upto; /* for reclaim_last: no second replay */
+			b->hist_applied = hist_upto; /* for pool_reclaim_last: no second replay */
 		} else {
 			must_reset = true;
 		}
@@ -243,7 +243,7 @@ static struct bconn *pool_unlink(struct client *c, struct bconn **pp)
 	*pp = b->pool_next;
 	b->pooled = false;
 	b->takes++;
-	free(b->hist_img); /* matched (pool_take) or its own (reclaim_last) */
+	free(b->hist_img); /* matched (pool_take) or its own (pool_reclaim_last) */
 	b->hist_img = NULL;
 	if (b->backend_id < PROXY_MAX_IDS) {
 		atomic_fetch_sub(&w->e->be_idle[b->backend_id], 1);
@@ -259,7 +259,7 @@ static struct bconn *pool_unlink(struct client *c, struct bconn **pp)
  * the previous statement's), for a statement that reads that state
  * (FOUND_ROWS() after a plain read). false when it is gone or taken.
  */
-bool reclaim_last(struct client *c)
+bool pool_reclaim_last(struct client *c)
 {
 	if (!c->has_parked_last)
 		return false;
@@ -413,7 +413,7 @@ void pool_sweep(struct worker *w, uint64_t now)
 
 /* A warm connection logged in: into the pool as a fresh one (nothing to
  * reset). */
-void warm_park(struct bconn *b)
+void pool_warm_park(struct bconn *b)
 {
 	struct client *g = b->c;
 	struct worker *w = b->w;
@@ -423,7 +423,7 @@ void warm_park(struct bconn *b)
 		atomic_fetch_sub(&w->e->be_warming[b->backend_id], 1);
 		retry_ok(&g->warm_retry[b->backend_id]);
 	}
-	warm_unlink(b);
+	pool_warm_unlink(b);
 	b->c = NULL;
 	snprintf(b->pool_user, sizeof(b->pool_user), "%s", g->user);
 	b->pool_has_db = false;
@@ -462,7 +462,7 @@ static struct bconn *conn_wait(struct client *c, const struct topo_backend *be)
 /* First come, first served over all workers: a statement that does not
  * wait yet queues behind any session waiting for the backend (one atomic
  * load, 0 but at the cap); a waiting one lets an older waiter of another
- * worker have what comes free (that worker is woken: slot_release,
+ * worker have what comes free (that worker is woken: pool_slot_release,
  * pool_yield). */
 static bool must_queue(struct client *c, uint32_t id)
 {
@@ -480,7 +480,7 @@ static bool must_queue(struct client *c, uint32_t id)
  * for a connection of be to be parked or closed. A session does not pass
  * the ones of any worker that already wait for be (must_queue).
  */
-struct bconn *conn_get(struct client *c, const struct topo_backend *be, bool writer)
+struct bconn *pool_conn_get(struct client *c, const struct topo_backend *be, bool writer)
 {
 	struct worker *w = c->w;
 	struct bconn *b, *victim;
@@ -509,7 +509,7 @@ struct bconn *conn_get(struct client *c, const struct topo_backend *be, bool wri
 
 /* A warm login failed (the caller logs why): the next one to that backend
  * waits, twice as long as the last wait, up to WARM_RETRY_MAX_MS. */
-void warm_failed(struct bconn *b)
+void pool_warm_failed(struct bconn *b)
 {
 	uint32_t pause;
 
@@ -560,7 +560,7 @@ void pool_warm(struct worker *w)
 	topo_put(t);
 }
 
-int ghosts_init(struct worker *w)
+int pool_ghosts_init(struct worker *w)
 {
 	const struct user_table *t = w->users;
 
@@ -595,7 +595,7 @@ int ghosts_init(struct worker *w)
 /* The ghosts again, for a new users table (w->users): warm logins in
  * flight are dropped (the next sweep starts them again); a user still there
  * keeps what its ghost learnt of its clients (capabilities, charset). */
-int ghosts_renew(struct worker *w)
+int pool_ghosts_renew(struct worker *w)
 {
 	struct client *old = w->ghosts;
 	size_t nold = w->nghosts;
@@ -605,7 +605,7 @@ int ghosts_renew(struct worker *w)
 		bconn_free(w->warming);
 	w->ghosts = NULL;
 	w->nghosts = 0;
-	rc = ghosts_init(w);
+	rc = pool_ghosts_init(w);
 	for (size_t i = 0; i < w->nghosts; i++)
 		for (size_t k = 0; k < nold; k++)
 			if (!strcmp(w->ghosts[i].user, old[k].user)) {
@@ -616,13 +616,13 @@ int ghosts_renew(struct worker *w)
 	size_t nnow = w->nghosts;
 	w->ghosts = old;
 	w->nghosts = nold;
-	ghosts_free(w);
+	pool_ghosts_free(w);
 	w->ghosts = now;
 	w->nghosts = nnow;
 	return rc;
 }
 
-void ghosts_free(struct worker *w)
+void pool_ghosts_free(struct worker *w)
 {
 	for (size_t i = 0; w->ghosts && i < w->nghosts; i++) {
 		free(w->ghosts[i].warming);

@@ -275,7 +275,7 @@ static struct bconn *get_writer(struct client *c, const struct topology *t, char
 		no_writer_msg(t, msg, cap);
 		return NULL;
 	}
-	c->wconn = conn_get(c, be, true);
+	c->wconn = pool_conn_get(c, be, true);
 	if (!c->wconn && !c->must_wait)
 		snprintf(msg, cap, "mysteer: cannot connect to the writer %s", be->name);
 	return c->wconn;
@@ -293,7 +293,7 @@ static struct bconn *get_reader(struct client *c, const struct topology *t, char
 	if (!be && t)
 		be = pick_reader(c, t);
 	if (be)
-		c->rconn = conn_get(c, be, false);
+		c->rconn = pool_conn_get(c, be, false);
 	if (c->rconn)
 		return c->rconn;
 	if (c->must_wait)
@@ -334,7 +334,7 @@ static struct bconn *get_target(struct client *c, const struct topology *t, char
 		         "of a statement on another reader cannot run from it now");
 		return NULL;
 	}
-	c->rconn = conn_get(c, be, false);
+	c->rconn = pool_conn_get(c, be, false);
 	if (!c->rconn && !c->must_wait)
 		snprintf(msg, cap, "mysteer: cannot connect to %s", be->name);
 	return c->rconn;
@@ -618,7 +618,7 @@ void route_decide(struct client *c, enum cls_token tok, uint32_t flags, enum cls
 		/* SELECT FOUND_ROWS() after a read on a replica: the answer is on
 		 * that replica's connection, kept after a SQL_CALC_FOUND_ROWS read,
 		 * back from the pool after a plain one if nobody took it since */
-		if (reason == CLS_R_PREV_RESULT && (c->last || reclaim_last(c))) {
+		if (reason == CLS_R_PREV_RESULT && (c->last || pool_reclaim_last(c))) {
 			c->route = R_LAST;
 			return;
 		}

@@ -35,7 +35,7 @@ static void oldest_publish(struct worker *w, uint32_t id)
 		return;
 	atomic_store(&w->oldest[id], t);
 	if (t > before && !w->stop && atomic_load(&w->e->be_waiting[id]) > w->wait_n[id])
-		wake_others(w);
+		pool_wake_others(w);
 }
 
 /*
@@ -82,7 +82,7 @@ void wait_dequeue(struct client *c)
  * runs again when a connection of that backend is parked or closed
  * (waiters_run), until POOL_WAIT_MS has passed (wait_expire); it takes one
  * only when no other worker has an older ticket waiting for that backend
- * (conn_get). A session already waiting keeps its place and its ticket.
+ * (pool_conn_get). A session already waiting keeps its place and its ticket.
  */
 void wait_enqueue(struct client *c)
 {
@@ -127,7 +127,7 @@ void wait_enqueue(struct client *c)
 	 * behind another worker's waiter may find that one served and the
 	 * slot free (its wake came before this wait counted) */
 	w->kick = true;
-	wake_others(w);
+	pool_wake_others(w);
 }
 
 /* A connection or a slot came free: the waiters try again, in order; the
