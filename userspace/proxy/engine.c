@@ -87,13 +87,13 @@ static void sweep(struct worker *w)
 	 * not needed for progress, only for speed) */
 	wait_expire(w, now);
 	if (w->wait_head)
-		waiters_run(w);
+		wait_run(w);
 	/* waits for a writer: run out, or try again (a fenced writer's fence
 	 * lapses; a topology's wake is for speed) */
 	sw_expire(w, now);
 	if (w->sw_head)
 		sw_run(w);
-	pool_yield(w);
+	wait_yield(w);
 	pool_warm(w);
 	accept_resume(w);
 	worker_users(w); /* the ghosts follow a reload without waiting for a login */
@@ -176,8 +176,8 @@ void worker_once(struct worker *w, int timeout_ms)
 	if (w->kick && !w->stop) {
 		w->kick = false;
 		if (w->wait_head)
-			waiters_run(w);
-		pool_yield(w);
+			wait_run(w);
+		wait_yield(w);
 	}
 	if (w->wait_head && now_ms() >= w->wait_head->wait_deadline)
 		wait_expire(w, now_ms());

@@ -464,7 +464,7 @@ struct proxy_engine {
 	 * be_active counts against), sessions that had to wait, waits that
 	 * ran out */
 	_Atomic int be_waiting[PROXY_MAX_IDS];
-	_Atomic int waiting_total; /* be_waiting summed: 0 keeps pool_yield off */
+	_Atomic int waiting_total; /* be_waiting summed: 0 keeps wait_yield off */
 	_Atomic uint64_t be_waits[PROXY_MAX_IDS], be_wait_timeouts[PROXY_MAX_IDS];
 	uint32_t wait_ms; /* [proxy] pool_wait_timeout_ms */
 	/* the next wait's ticket: waits are served in ticket order per backend
@@ -772,10 +772,10 @@ const struct user_table *worker_users(struct worker *w);
 /* wait.c: sessions waiting for a connection at the cap */
 void wait_dequeue(struct client *c);
 void wait_enqueue(struct client *c);
-void waiters_run(struct worker *w);
+void wait_run(struct worker *w);
 void wait_expire(struct worker *w, uint64_t now);
 void wait_kill(struct client *c);
-void pool_yield(struct worker *w);
+void wait_yield(struct worker *w);
 bool wait_older_elsewhere(struct worker *w, uint32_t id, uint64_t ticket);
 
 /* switchover.c: statements that need the writer wait while there is none */

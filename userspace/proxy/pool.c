@@ -41,7 +41,7 @@ bool pool_slot_take(struct proxy_engine *e, uint32_t id)
 
 /* Wakes the other workers (their eventfd): a slot came free that their
  * waiters may take, or this worker's waiters need their idle connections
- * (pool_yield). */
+ * (wait_yield). */
 void pool_wake_others(struct worker *w)
 {
 	uint64_t one = 1;
@@ -463,7 +463,7 @@ static struct bconn *conn_wait(struct client *c, const struct topo_backend *be)
  * wait yet queues behind any session waiting for the backend (one atomic
  * load, 0 but at the cap); a waiting one lets an older waiter of another
  * worker have what comes free (that worker is woken: pool_slot_release,
- * pool_yield). */
+ * wait_yield). */
 static bool must_queue(struct client *c, uint32_t id)
 {
 	if (id >= PROXY_MAX_IDS)

@@ -3,9 +3,9 @@
  * pool_max_per_backend cap: the worker's queue (wait_enqueue, wait_dequeue),
  * first come first served per backend over all workers (a ticket per wait,
  * each worker publishing its oldest one per backend: wait_older_elsewhere),
- * serving it when a connection or a slot comes free (waiters_run), the
+ * serving it when a connection or a slot comes free (wait_run), the
  * POOL_WAIT_MS bound (wait_expire), and idle connections closed for older
- * waiters of other workers (pool_yield). Apart from pool.c: only the slow
+ * waiters of other workers (wait_yield). Apart from pool.c: only the slow
  * path at the cap comes here.
  */
 #define _GNU_SOURCE
@@ -80,7 +80,7 @@ void wait_dequeue(struct client *c)
  * in its worker's queue with a ticket of the whole proxy: its command stays
  * in c->cmd (C_BUSY: nothing more is read from it meanwhile), and route_cmd
  * runs again when a connection of that backend is parked or closed
- * (waiters_run), until POOL_WAIT_MS has passed (wait_expire); it takes one
+ * (wait_run), until POOL_WAIT_MS has passed (wait_expire); it takes one
  * only when no other worker has an older ticket waiting for that backend
  * (pool_conn_get). A session already waiting keeps its place and its ticket.
  */
@@ -122,7 +122,7 @@ void wait_enqueue(struct client *c)
 	/* this worker's only writer of it: no scan needed to lower it */
 	if (c->wait_ticket < atomic_load(&w->oldest[id]))
 		atomic_store(&w->oldest[id], c->wait_ticket);
-	/* other workers' idle connections of it make room (pool_yield); and
+	/* other workers' idle connections of it make room (wait_yield); and
 	 * this worker tries once more after the batch: a statement queued
 	 * behind another worker's waiter may find that one served and the
 	 * slot free (its wake came before this wait counted) */
@@ -133,7 +133,7 @@ void wait_enqueue(struct client *c)
 /* A connection or a slot came free: the waiters try again, in order; the
  * first one of a backend that still finds none keeps the later ones of that
  * backend waiting too. */
-void waiters_run(struct worker *w)
+void wait_run(struct worker *w)
 {
 	bool blocked[PROXY_MAX_IDS] = {false};
 
@@ -201,9 +201,9 @@ void wait_kill(struct client *c)
 /* Idle connections of a backend that sessions of other workers wait for
  * are closed, as many as those wait for: pools are per worker, so only
  * their slots can serve them. This worker's own waiters ran first
- * (waiters_run): an idle one left here is one they deferred to an older
+ * (wait_run): an idle one left here is one they deferred to an older
  * waiter elsewhere, or did not need. */
-void pool_yield(struct worker *w)
+void wait_yield(struct worker *w)
 {
 	int freed[PROXY_MAX_IDS];
 
