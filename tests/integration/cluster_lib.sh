@@ -12,7 +12,8 @@
 #
 #   DBPORT[h.n]    the port host h reaches backend dbn at (default $Pn)
 #   CLUSTER_EXTRA  more lines for every host's [cluster] section
-HOSTS="1 2 3"
+#   CLUSTER_EXTRA_h  more lines for host h's
+HOSTS=${HOSTS:-1 2 3}
 declare -A HPID FWD skip DBPORT DBFWD
 
 fwd_port() { echo $((24000 + $1 * 10 + $2)); } # host member
@@ -59,7 +60,7 @@ cleanup_fwd() {
 trap 'rc=$?; cleanup_fwd; (exit $rc); itest_cleanup' EXIT
 
 host_conf() { # host
-	local h=$1 d=$T/h$1
+	local h=$1 d=$T/h$1 extra=CLUSTER_EXTRA_$1
 	mkdir -p "$d" "$ITEST_CGROUP/h$h"
 	cat >"$d/mysteer.conf" <<CONF
 [mysteerd]
@@ -89,6 +90,7 @@ host_id = host$h
 lease_ms = $LEASE_MS
 fence_after_ms = $FENCE_MS
 ${CLUSTER_EXTRA:-}
+${!extra:-}
 
 [user:app]
 password = app

@@ -1066,6 +1066,10 @@ static int cl_start(struct daemon_ctx *d, char *err, size_t errlen)
 	C.e = etcd_new(d->loop, cfg->cluster_etcd, timeout, on_etcd, NULL, err, errlen);
 	if (!C.e)
 		goto fail;
+	if (cfg->cluster_user[0] && etcd_auth(C.e, cfg->cluster_user, cfg->cluster_password) < 0) {
+		snprintf(err, errlen, "cluster: out of memory");
+		goto fail;
+	}
 	if (etcd_watch(C.e, C.k_prefix, C.k_end) < 0) {
 		snprintf(err, errlen, "cluster: cannot start the watch");
 		goto fail;
@@ -1078,9 +1082,10 @@ static int cl_start(struct daemon_ctx *d, char *err, size_t errlen)
 	controller_set_filter(C.ctl, filter, NULL);
 	controller_set_vote(C.ctl, vote, NULL);
 	register_metrics();
-	log_info("cluster: %s as host %s, etcd %s, lease %u ms, fence after %u ms; writes fenced "
-	         "until etcd answers",
-	         C.name, C.host_id, cfg->cluster_etcd, C.lease_ms, C.fence_ms);
+	log_info("cluster: %s as host %s, etcd %s%s%s, lease %u ms, fence after %u ms; writes "
+	         "fenced until etcd answers",
+	         C.name, C.host_id, cfg->cluster_etcd, cfg->cluster_user[0] ? " as user " : "",
+	         cfg->cluster_user, C.lease_ms, C.fence_ms);
 	step();
 	return 0;
 fail:

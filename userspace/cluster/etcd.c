@@ -56,6 +56,10 @@ struct etcd {
 	pthread_t req_tid, watch_tid;
 
 	char *watch_body;
+	/* etcd auth (etcd_auth): the name and password, set before any
+	 * request; the token (under lock) from /v3/auth/authenticate. */
+	char *user, *password;
+	char token[512];
 	atomic_bool stopping;      /* read by the progress callbacks */
 	atomic_bool watch_restart; /* drop the stream now */
 };
@@ -188,6 +192,107 @@ static bool gateway_error(struct json_object *j, char *err, size_t len)
 	return true;
 }
 
+/* ---- auth ---- */
+
+/* Gets a token from endpoint i (/v3/auth/authenticate), kept for every
+ * request and the watch. 0, or -1 with err. */
+static int authenticate(struct etcd *e, size_t i, char *err, size_t errlen)
+{
+	struct json_object *body = json_object_new_object(), *j = NULL, *t;
+	CURL *c = easy_new(e->timeout_ms);
+	struct buf b = {0};
+	char url[256];
+	long code = 0;
+	CURLcode cr;
+	int rc = -1;
+
+	err[0] = '\0';
+	if (!body || !c) {
+		snprintf(err, errlen, "etcd auth: out of memory");
+		goto out;
+	}
+	json_object_object_add(body, "name", json_object_new_string(e->user));
+	json_object_object_add(body, "password", json_object_new_string(e->password));
+	snprintf(url, sizeof(url), "%s/v3/auth/authenticate", e->ep[i]);
+	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 1L);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_COPYPOSTFIELDS,
+	                 json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)e->timeout_ms);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	cr = curl_easy_perform(c);
+	if (cr != CURLE_OK) {
+		snprintf(err, errlen, "%s: %s", e->ep[i], curl_easy_strerror(cr));
+		goto out;
+	}
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+	j = b.p ? json_tokener_parse(b.p) : NULL;
+	if (!j || gateway_error(j, err, errlen) || !json_object_object_get_ex(j, "token", &t) ||
+	    !json_object_is_type(t, json_type_string) ||
+	    strlen(json_object_get_string(t)) >= sizeof(e->token)) {
+		if (!j || !err[0] || code == 200)
+			snprintf(err, errlen, "%s: HTTP %ld, no token", e->ep[i], code);
+		goto out;
+	}
+	pthread_mutex_lock(&e->lock);
+	snprintf(e->token, sizeof(e->token), "%s", json_object_get_string(t));
+	pthread_mutex_unlock(&e->lock);
+	rc = 0;
+out:
+	if (rc < 0 && err[0] && !strstr(err, "auth"))
+		snprintf(err + strlen(err), errlen - strlen(err), " (authenticating as %s)",
+		         e->user ? e->user : "?");
+	json_object_put(j);
+	json_object_put(body);
+	free(b.p);
+	if (c)
+		curl_easy_cleanup(c);
+	return rc;
+}
+
+/* The headers of a request on endpoint i: the token when etcd auth is on
+ * (one is got first when none is held). NULL without auth; *fail with err
+ * when no token could be got. */
+static struct curl_slist *auth_headers(struct etcd *e, size_t i, bool *fail, char *err,
+                                       size_t errlen)
+{
+	char h[sizeof(e->token) + 32];
+	struct curl_slist *l;
+
+	*fail = false;
+	if (!e->user)
+		return NULL;
+	pthread_mutex_lock(&e->lock);
+	bool have = e->token[0] != '\0';
+	pthread_mutex_unlock(&e->lock);
+	if (!have && authenticate(e, i, err, errlen) < 0) {
+		*fail = true;
+		return NULL;
+	}
+	pthread_mutex_lock(&e->lock);
+	snprintf(h, sizeof(h), "Authorization: %s", e->token);
+	pthread_mutex_unlock(&e->lock);
+	l = curl_slist_append(NULL, h);
+	if (!l) {
+		snprintf(err, errlen, "etcd auth: out of memory");
+		*fail = true;
+	}
+	return l;
+}
+
+/* An answer saying the token is no good (expired, etcd restarted): it is
+ * dropped, the next request gets another. */
+static bool token_refused(struct etcd *e, const char *err)
+{
+	if (!e->user || (!strstr(err, "invalid auth token") && !strstr(err, "user name is empty")))
+		return false;
+	pthread_mutex_lock(&e->lock);
+	e->token[0] = '\0';
+	pthread_mutex_unlock(&e->lock);
+	return true;
+}
+
 /* One try of a request on endpoint i: true when an HTTP answer came (whatever
  * its status), false when the endpoint could not be reached. */
 static bool try_request(struct etcd *e, CURL *c, size_t i, struct item *it)
@@ -196,7 +301,12 @@ static bool try_request(struct etcd *e, CURL *c, size_t i, struct item *it)
 	struct buf b = {0};
 	CURLcode rc;
 	long code = 0;
+	bool fail;
+	struct curl_slist *hdr = auth_headers(e, i, &fail, it->r.error, sizeof(it->r.error));
 
+	if (fail)
+		return false;
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
 	snprintf(url, sizeof(url), "%s%s", e->ep[i], it->path);
 	snprintf(it->r.endpoint, sizeof(it->r.endpoint), "%s", e->ep[i]);
 	curl_easy_setopt(c, CURLOPT_URL, url);
@@ -207,6 +317,8 @@ static bool try_request(struct etcd *e, CURL *c, size_t i, struct item *it)
 	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress_req);
 	curl_easy_setopt(c, CURLOPT_XFERINFODATA, e);
 	rc = curl_easy_perform(c);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+	curl_slist_free_all(hdr);
 	if (rc != CURLE_OK) {
 		snprintf(it->r.error, sizeof(it->r.error), "%s: %s", e->ep[i],
 		         b.too_big ? "answer too large" : curl_easy_strerror(rc));
@@ -252,6 +364,15 @@ static void *req_thread(void *arg)
 			for (size_t k = 0; k < e->nep && !atomic_load(&e->stopping); k++) {
 				size_t i = (first + k) % e->nep;
 				if (try_request(e, c, i, it)) {
+					/* a token refused: once more with a new one */
+					if (!it->r.ok && token_refused(e, it->r.error)) {
+						json_object_put(it->r.json);
+						it->r.json = NULL;
+						it->r.error[0] = '\0';
+						it->r.http = 0;
+						if (!try_request(e, c, i, it))
+							continue;
+					}
 					atomic_store(&e->cur_ep, i);
 					break;
 				}
@@ -383,6 +504,21 @@ static void *watch_thread(void *arg)
 		w.line.len = 0;
 		w.started_ms = mono_ms();
 		atomic_store(&e->watch_restart, false);
+		char aerr[192] = "";
+		bool afail;
+		struct curl_slist *hdr = auth_headers(e, w.ep, &afail, aerr, sizeof(aerr));
+		if (afail) {
+			if ((it = item_new(ETCD_WATCH_DOWN))) {
+				snprintf(it->r.endpoint, sizeof(it->r.endpoint), "%s", e->ep[w.ep]);
+				snprintf(it->r.error, sizeof(it->r.error), "%s", aerr);
+				deliver(e, it);
+			}
+			w.ep = (w.ep + 1) % e->nep;
+			if (!pause_ms(e, WATCH_RETRY_MS))
+				break;
+			continue;
+		}
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
 		snprintf(url, sizeof(url), "%s/v3/watch", e->ep[w.ep]);
 		curl_easy_setopt(c, CURLOPT_URL, url);
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, e->watch_body);
@@ -392,8 +528,16 @@ static void *watch_thread(void *arg)
 		curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress_watch);
 		curl_easy_setopt(c, CURLOPT_XFERINFODATA, &w);
 		rc = curl_easy_perform(c);
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+		curl_slist_free_all(hdr);
 		if (atomic_load(&e->stopping))
 			break;
+		/* a watch refused for its token: the next try gets a new one */
+		if (!w.created && e->user) {
+			pthread_mutex_lock(&e->lock);
+			e->token[0] = '\0';
+			pthread_mutex_unlock(&e->lock);
+		}
 		if ((it = item_new(ETCD_WATCH_DOWN))) {
 			snprintf(it->r.endpoint, sizeof(it->r.endpoint), "%s", e->ep[w.ep]);
 			snprintf(it->r.error, sizeof(it->r.error), "%s: %s", e->ep[w.ep],
@@ -528,9 +672,23 @@ void etcd_free(struct etcd *e)
 		item_free(it);
 	}
 	free(e->watch_body);
+	free(e->user);
+	if (e->password)
+		explicit_bzero(e->password, strlen(e->password));
+	free(e->password);
+	explicit_bzero(e->token, sizeof(e->token));
 	pthread_cond_destroy(&e->cond);
 	pthread_mutex_destroy(&e->lock);
 	free(e);
+}
+
+int etcd_auth(struct etcd *e, const char *user, const char *password)
+{
+	free(e->user);
+	free(e->password);
+	e->user = strdup(user);
+	e->password = strdup(password ? password : "");
+	return e->user && e->password ? 0 : -1;
 }
 
 int etcd_request(struct etcd *e, uint64_t tag, const char *path, const char *body)
@@ -574,13 +732,20 @@ int etcd_post_now(struct etcd *e, const char *path, const char *body, unsigned t
 		long code = 0;
 		CURLcode cr;
 
+		bool afail;
+		struct curl_slist *hdr = auth_headers(e, i, &afail, err, errlen);
+		if (afail)
+			continue;
 		snprintf(url, sizeof(url), "%s%s", e->ep[i], path);
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
 		curl_easy_setopt(c, CURLOPT_URL, url);
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
 		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
 		curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
 		cr = curl_easy_perform(c);
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+		curl_slist_free_all(hdr);
 		if (cr != CURLE_OK) {
 			snprintf(err, errlen, "%s: %s", e->ep[i], curl_easy_strerror(cr));
 			free(b.p);

@@ -62,6 +62,11 @@ struct etcd *etcd_new(struct evloop *l, const char *endpoints, unsigned timeout_
                       void *arg, char *err, size_t errlen);
 void etcd_free(struct etcd *e);
 
+/* etcd auth: every request and the watch carry a token got from
+ * /v3/auth/authenticate with user and password (in the Authorization
+ * header); a token etcd refuses (expired) is replaced once per request.
+ * Call before any request or etcd_watch(). -1 when out of memory. */
+int etcd_auth(struct etcd *e, const char *user, const char *password);
 /* Queues POST path (e.g. "/v3/kv/range") with body (JSON text, copied). -1
  * when out of memory. */
 int etcd_request(struct etcd *e, uint64_t tag, const char *path, const char *body);

@@ -23,4 +23,5 @@ $(BUILD)/tests/etcd_client: $(BUILD)/obj/tests/integration/etcd_client.o $(CLUST
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 INTEG_TESTS += tests/integration/etcd_client.sh
-INTEG_TESTS += tests/integration/cluster.sh tests/integration/cluster_views.sh
+INTEG_TESTS += tests/integration/cluster.sh tests/integration/cluster_views.sh \
+	       tests/integration/cluster_auth.sh

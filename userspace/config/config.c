@@ -391,6 +391,8 @@ static const struct keydef keydefs[] = {
     {SEC_CLUSTER, "lease_ms", K_INT, F(cluster_lease_ms), 1000, 600000},
     {SEC_CLUSTER, "fence_after_ms", K_INT, F(cluster_fence_after_ms), 100, 600000},
     {SEC_CLUSTER, "follower_interval_ms", K_INT, F(cluster_follower_interval_ms), 10, 600000},
+    {SEC_CLUSTER, "user", K_STR, F(cluster_user), 0, 0},
+    {SEC_CLUSTER, "password", K_STR, F(cluster_password), 0, 0},
 };
 
 static const char *const log_level_names[] = {"error", "warn", "info", "debug"};

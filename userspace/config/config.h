@@ -150,6 +150,8 @@ struct config {
 	int cluster_lease_ms;
 	int cluster_fence_after_ms;       /* 0: lease_ms */
 	int cluster_follower_interval_ms; /* probe interval of a host that does not lead */
+	char cluster_user[128];           /* etcd auth, "" none */
+	char cluster_password[256];
 
 	struct config_route *routes;
 	size_t nroutes;
