@@ -370,7 +370,8 @@ static void fence_eval(void)
 		         C.fence_ms);
 	} else if (!C.topo) {
 		f = FENCE_NO_TOPOLOGY;
-		snprintf(why, sizeof(why), "no topology published in etcd yet");
+		snprintf(why, sizeof(why), "no topology published in etcd yet%s%.120s",
+		         C.etcd_error[0] ? ": " : "", C.etcd_error);
 	}
 	if (f == C.fence && !strcmp(why, C.fence_why))
 		return;

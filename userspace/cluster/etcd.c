@@ -290,6 +290,7 @@ static bool token_refused(struct etcd *e, const char *err)
 	pthread_mutex_lock(&e->lock);
 	e->token[0] = '\0';
 	pthread_mutex_unlock(&e->lock);
+	log_info("etcd: the auth token was refused (%s): authenticating again", err);
 	return true;
 }
 
