@@ -384,7 +384,7 @@ static void on_answer_done(struct client *c, struct bconn *b)
 	}
 	sw_answered(c, b, ok, opened);
 	if (state_pins(c, b))
-		pin_writer(c, "session state a statement or routine made there");
+		route_pin_writer(c, "session state a statement or routine made there");
 	/* An EXECUTE that opened a cursor: its rows wait on this connection for
 	 * COM_STMT_FETCH (cmd_fetch), so the session keeps it. Any other answer
 	 * to an EXECUTE means no cursor of that statement (the server closes

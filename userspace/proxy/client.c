@@ -367,7 +367,7 @@ static void cmd_fetch(struct client *c, const uint8_t *p, size_t n)
 	put_le32(c->cmd.d + c->cmd.off + 1, e->xid);
 	c->cur_kind = RESP_ROWS;
 	c->route = R_LAST;
-	if (send_cmd(c, ps->cursor_b) < 0)
+	if (route_send_cmd(c, ps->cursor_b) < 0)
 		bconn_fail(ps->cursor_b, "write failed");
 }
 
@@ -1504,7 +1504,7 @@ void client_close(struct client *c)
 	sess_unregister(c);
 	wait_dequeue(c);
 	sw_dequeue(c);
-	reader_release(c);
+	route_reader_release(c);
 	if (c->wconn)
 		pool_park(c, c->wconn);
 	if (c->rconn)

@@ -805,7 +805,7 @@ void sw_topology(const struct topology *t, void *arg);
  * cut off with ERR 1158 (its outcome unknown); true when it was. */
 bool sw_cut_demoted(struct client *c, const struct topology *t);
 /* Why the session cannot leave its writer connection b, or NULL (route.c). */
-const char *writer_held_for(const struct client *c, const struct bconn *b);
+const char *route_writer_held_for(const struct client *c, const struct bconn *b);
 
 /* mux.c: when a session gives a connection back */
 bool keeps_state(const struct client *c, const struct bconn *b);
@@ -892,8 +892,8 @@ static inline void db_change_end(struct client *c, bool ok)
 		memcpy(c->db, c->db_before, sizeof(c->db));
 	c->db_pending = false;
 }
-int send_cmd(struct client *c, struct bconn *b);
-int queue_internal(struct bconn *b, const char *sql);
+int route_send_cmd(struct client *c, struct bconn *b);
+int route_queue_internal(struct bconn *b, const char *sql);
 void route_cmd(struct client *c);
 void route_classify(struct client *c, const uint8_t *sql, size_t len, struct cls_result *res);
 void route_decide(struct client *c, enum cls_token tok, uint32_t flags, enum cls_reason reason,
@@ -908,9 +908,9 @@ void route_decide_query(struct client *c, const uint8_t *sql, size_t len);
 bool route_demoted(struct client *c, const struct topology *t, bool in_cmd);
 /* The session stays on the writer from now on, for this reason (a static
  * string: the first one is kept). */
-void pin_writer(struct client *c, const char *why);
+void route_pin_writer(struct client *c, const char *why);
 /* The session ends: its reader counts one session less (be_readers). */
-void reader_release(struct client *c);
+void route_reader_release(struct client *c);
 /* A be_readers word: the sessions reading from the id now, and the id's
  * generation. */
 static inline int readers_count(uint64_t word)

@@ -2,7 +2,7 @@
  * history.c - the session history: the session statements a client ran (SET,
  * USE, ...), kept as raw command packets in the order the server accepted
  * them, which route.c replays on a connection that has not seen them before
- * it runs anything else (send_cmd). Owns the entries and their bounds
+ * it runs anything else (route_send_cmd). Owns the entries and their bounds
  * (max_session_history, max_session_bytes: past them the session stays on
  * its writer instead), an identical statement replacing its earlier copy
  * once it succeeded, and the history's image and fingerprint by which the
@@ -167,7 +167,8 @@ int hist_add(struct client *c, const uint8_t *p, size_t n)
 	c->has_hist_dup = false;
 	if (entries >= (size_t)atomic_load(&c->w->e->max_hist) ||
 	    !hist_bytes_fit(c, same ? 0 : n)) {
-		pin_writer(c, "session settings past max_session_history or max_session_bytes");
+		route_pin_writer(c,
+		                 "session settings past max_session_history or max_session_bytes");
 		c->route = R_WRITER;
 		return 1;
 	}

@@ -18,7 +18,7 @@
  * rebuild elsewhere: a transaction or autocommit off (as the connection itself
  * last reported, so a reader counts too), a READ ONLY transaction, and on the
  * writer: temporary tables, named locks, variables assigned by query or an
- * unreplayable SET (pin_writer). The LAST_INSERT_ID() of an insert is
+ * unreplayable SET (route_pin_writer). The LAST_INSERT_ID() of an insert is
  * learnt first and then replayed where needed (lid_*, below).
  * Prepared statements keep nothing: the next connection has the statement
  * in its cache or prepares it with the EXECUTE (queue_ps_prereqs).
@@ -166,7 +166,7 @@ static void lid_fetch_start(struct client *c, struct bconn *b)
 {
 	if (b->lid_fetch || b->awaiting || b->internal || c->cur == b)
 		return;
-	if (queue_internal(b, "SELECT LAST_INSERT_ID()") < 0) {
+	if (route_queue_internal(b, "SELECT LAST_INSERT_ID()") < 0) {
 		b->keep = true;
 		b->keep_why = "its LAST_INSERT_ID()";
 		return;
@@ -235,7 +235,7 @@ int lid_prologue(const struct client *c, struct bconn *b)
 	    (!b->lid_foreign && (!b->writer || b->lid_gen == c->lid_gen)))
 		return 0;
 	snprintf(q, sizeof(q), "SET last_insert_id = %" PRIu64, c->lid);
-	if (queue_internal(b, q) < 0)
+	if (route_queue_internal(b, q) < 0)
 		return -1;
 	b->lid_gen = c->lid_gen;
 	b->lid_foreign = b->lid_ok_set = false;

@@ -3,7 +3,7 @@
  * and flags) and sent to the writer, the session's reader, the connection used
  * last or the READ ONLY transaction's. A connection first replays the session
  * history it has not seen (history.c), in order, before it runs anything
- * else, so a pooled connection becomes the session's own (send_cmd).
+ * else, so a pooled connection becomes the session's own (route_send_cmd).
  * Read-your-writes is ryw.c's, called from here (ryw_keeps_writer,
  * ryw_prologue). Where a statement goes, apart from how a connection is got
  * (pool.c) and what a client sent (client.c).
@@ -31,7 +31,7 @@ static bool sticky_current(const struct client *c)
 	       readers_gen(atomic_load(&c->w->e->be_readers[c->sticky_reader])) == c->sticky_gen;
 }
 
-void reader_release(struct client *c)
+void route_reader_release(struct client *c)
 {
 	if (!c->has_sticky_reader)
 		return;
@@ -49,7 +49,7 @@ void reader_release(struct client *c)
  * `mysteerctl status`. */
 static void reader_assign(struct client *c, uint32_t id)
 {
-	reader_release(c);
+	route_reader_release(c);
 	c->sticky_gen = 0;
 	if (id < PROXY_MAX_IDS)
 		c->sticky_gen = readers_gen(atomic_fetch_add(&c->w->e->be_readers[id], 1));
@@ -169,7 +169,7 @@ static void follow_topology(struct client *c, const struct topology *t)
 		bconn_free(c->rconn);
 }
 
-void pin_writer(struct client *c, const char *why)
+void route_pin_writer(struct client *c, const char *why)
 {
 	if (!c->pin_writer) {
 		log_debug("proxy: a session of %s stays on the writer from now on: %s", c->user,
@@ -179,7 +179,7 @@ void pin_writer(struct client *c, const char *why)
 	c->pin_writer = true;
 }
 
-const char *writer_held_for(const struct client *c, const struct bconn *b)
+const char *route_writer_held_for(const struct client *c, const struct bconn *b)
 {
 	if (c->autocommit_off)
 		return "a transaction with autocommit off";
@@ -206,7 +206,7 @@ bool route_demoted(struct client *c, const struct topology *t, bool in_cmd)
 	for (size_t i = 0; i < t->nbackends; i++)
 		if (t->backends[i].id == b->backend_id && t->backends[i].role == ROLE_WRITER)
 			return false;
-	why = writer_held_for(c, b);
+	why = route_writer_held_for(c, b);
 	if (!why)
 		return false;
 	/* a transaction that holds nothing but its BEGIN starts again on the
@@ -341,7 +341,7 @@ static struct bconn *get_target(struct client *c, const struct topology *t, char
 }
 
 /* Queues a statement of the proxy's own: its answer is not the client's. */
-int queue_internal(struct bconn *b, const char *sql)
+int route_queue_internal(struct bconn *b, const char *sql)
 {
 	char q[256];
 	int n = snprintf(q, sizeof(q), "%c%s", COM_QUERY, sql);
@@ -382,11 +382,11 @@ static int track_prologue(const struct client *c, struct bconn *b)
 	         gtid ? "session_track_system_variables = "
 	                "CONCAT(@@session_track_system_variables, ',last_gtid')"
 	              : "");
-	return queue_internal(b, q);
+	return route_queue_internal(b, q);
 }
 
 /* Queues the session history this connection has not seen, then the command. */
-int send_cmd(struct client *c, struct bconn *b)
+int route_send_cmd(struct client *c, struct bconn *b)
 {
 	size_t upto = c->cur_hist ? c->nhist - 1 : c->nhist;
 	const uint8_t *p = c->cmd.d + c->cmd.off;
@@ -508,7 +508,7 @@ void route_cmd(struct client *c)
 		cmd_fail(c, 1105, msg);
 		return;
 	}
-	if (send_cmd(c, b) < 0)
+	if (route_send_cmd(c, b) < 0)
 		bconn_fail(b, "write failed");
 }
 
@@ -545,20 +545,20 @@ void route_decide(struct client *c, enum cls_token tok, uint32_t flags, enum cls
 	 * after SET GLOBAL the writer alone has the new value (it is not
 	 * replicated), and the session reads what it set. */
 	if (flags & CLS_F_TEMP_TABLE)
-		pin_writer(c, "a temporary table");
+		route_pin_writer(c, "a temporary table");
 	if (flags & CLS_F_NAMED_LOCK)
-		pin_writer(c, "a named lock");
+		route_pin_writer(c, "a named lock");
 	if (flags & CLS_F_SESSION_STATUS)
-		pin_writer(c, "its session status counters (FLUSH STATUS)");
+		route_pin_writer(c, "its session status counters (FLUSH STATUS)");
 	if ((flags & CLS_F_USER_VAR_WRITE) && tok != CLS_SESSION)
-		pin_writer(c, "a user variable assigned by a query");
+		route_pin_writer(c, "a user variable assigned by a query");
 	if (reason == CLS_R_SET_GLOBAL)
-		pin_writer(c, "a global variable it set (SET GLOBAL)");
+		route_pin_writer(c, "a global variable it set (SET GLOBAL)");
 	/* Under LOCK TABLES the server answers only for the locked tables, on
 	 * the connection that holds the locks; a replica would answer without
 	 * them (and without the session's writes under a WRITE lock). */
 	if (flags & CLS_F_TABLE_LOCK)
-		pin_writer(c, "LOCK TABLES");
+		route_pin_writer(c, "LOCK TABLES");
 	/* Inside START TRANSACTION READ ONLY, BEGIN (or START TRANSACTION
 	 * [READ WRITE]) and DDL, LOCK TABLES and the other statements that
 	 * commit implicitly end that transaction and go on outside it: on the
@@ -585,7 +585,7 @@ void route_decide(struct client *c, enum cls_token tok, uint32_t flags, enum cls
 	switch (tok) {
 	case CLS_SESSION:
 		if ((flags & CLS_F_UNREPLAYABLE) || is_ps) {
-			pin_writer(c, "a session setting the proxy cannot replay");
+			route_pin_writer(c, "a session setting the proxy cannot replay");
 			return;
 		}
 		if ((flags & CLS_F_SET_TRANSACTION) && !c->ro_trans)

@@ -65,7 +65,7 @@ int ryw_prologue(struct client *c, struct bconn *b)
 		return 0;
 	snprintf(q, sizeof(q), "SELECT MASTER_GTID_WAIT('%s', %d.%03d)", c->last_gtid,
 	         e->ryw_ms / 1000, e->ryw_ms % 1000);
-	if (queue_internal(b, q) < 0)
+	if (route_queue_internal(b, q) < 0)
 		return -1;
 	b->gtid_wait = true;
 	b->gtid_ok = false;
@@ -98,7 +98,7 @@ static void gtid_waited(struct client *c, struct bconn *b)
 	proxy_metrics_ryw(b->gtid_ok ? RYW_METRIC_GTID_WAIT : RYW_METRIC_GTID_TIMEOUT);
 	if (b->gtid_ok) {
 		snprintf(b->waited_gtid, sizeof(b->waited_gtid), "%s", c->last_gtid);
-		if (send_cmd(c, b) < 0)
+		if (route_send_cmd(c, b) < 0)
 			bconn_fail(b, "write failed");
 		return;
 	}

@@ -18,7 +18,7 @@
  *   statement waits like the others (sw_take_back).
  * - A transaction that holds nothing but its BEGIN (no statement ran in it
  *   yet) is not lost with its writer: it begins again on the next one
- *   before its next statement (route_demoted, send_cmd).
+ *   before its next statement (route_demoted, route_send_cmd).
  * An autocommit write whose answer never came is never sent again: it may
  * have run (backend.c answers it with ERR 1158).
  */
@@ -184,7 +184,7 @@ static bool movable(const struct client *c, const struct bconn *b)
 	if ((c->cur_flags & (CLS_F_MULTI | CLS_F_ROUTINE)) || c->cur_reason == CLS_R_CALL ||
 	    c->cur_reason == CLS_R_UNKNOWN_FUNCTION || c->cur_reason == CLS_R_NOT_UNDERSTOOD)
 		return false;
-	if (!writer_held_for(c, b))
+	if (!route_writer_held_for(c, b))
 		return true;
 	return c->in_trans && c->sw_only_begin && !c->autocommit_off && !c->pin_writer &&
 	       !b->keep && !b->has_cursor;
