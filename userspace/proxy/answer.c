@@ -114,7 +114,7 @@ static bool client_tracks_gtid(const struct client *c)
 
 /* A command of the session that sets a tracking variable replaces the
  * proxy's own setting on b: track_prologue sets it again before the next. */
-void tracking_replaced(struct bconn *b, const uint8_t *p, size_t n)
+void answer_tracking_replaced(struct bconn *b, const uint8_t *p, size_t n)
 {
 	if (names_var(p, n, TRACK_VARS))
 		b->tracking_gtid = false;
@@ -196,7 +196,7 @@ static void forward_ok(struct bconn *b, uint8_t seq)
 
 /* Streams the fragments in b->in to the client, whole small ones and pieces of
  * large ones, until the answer ends or the client's buffer is full. */
-void bconn_answers(struct bconn *b)
+void answer_stream(struct bconn *b)
 {
 	struct client *c = b->c;
 

@@ -456,7 +456,7 @@ void bconn_pump(struct bconn *b)
 		return;
 	}
 	if (!b->dead && b->st == B_READY)
-		bconn_answers(b);
+		answer_stream(b);
 }
 
 void bconn_event(struct bconn *b, uint32_t events)

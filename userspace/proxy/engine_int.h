@@ -832,8 +832,8 @@ void bconn_event(struct bconn *b, uint32_t events);
 struct bconn *bconn_open(struct client *c, const struct topo_backend *be, bool writer, bool *full);
 
 /* answer.c: answers from the backends */
-void tracking_replaced(struct bconn *b, const uint8_t *p, size_t n);
-void bconn_answers(struct bconn *b);
+void answer_tracking_replaced(struct bconn *b, const uint8_t *p, size_t n);
+void answer_stream(struct bconn *b);
 
 /* ryw.c: read-your-writes, all of it (the callers make one call each) */
 /* A reload's read_your_writes and read_your_writes_ms. */

@@ -415,7 +415,7 @@ int route_send_cmd(struct client *c, struct bconn *b)
 			return -1;
 		b->internal++;
 		b->hist_dirty = true;
-		tracking_replaced(b, h->p, h->n);
+		answer_tracking_replaced(b, h->p, h->n);
 	}
 	if (!fetch && (track_prologue(c, b) < 0 || lid_prologue(c, b) < 0))
 		return -1;
@@ -439,7 +439,7 @@ int route_send_cmd(struct client *c, struct bconn *b)
 	if (buf_put_packet(&b->out, 0, p, n) < 0)
 		return -1;
 	if (c->cur_hist) {
-		tracking_replaced(b, p, n);
+		answer_tracking_replaced(b, p, n);
 		b->hist_applied = c->nhist;
 	}
 	b->state_changed = false;
