@@ -461,7 +461,7 @@ static void on_answer_done(struct client *c, struct bconn *b)
 	c->last = b;
 	c->has_parked_last = false;
 	c->cur_hist = false;
-	cmd_done(c);
+	client_cmd_done(c);
 	buf_trim(&b->in);
 	mux_answered(c, b, clean && !hold);
 	if (client_flush(c) < 0 || c->closing) {

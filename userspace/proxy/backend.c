@@ -207,9 +207,9 @@ static void bconn_fail_err(struct bconn *b, const char *why, const struct err_pk
 		route_cmd(c);
 	} else {
 		if (srv)
-			cmd_fail_state(c, srv->code, srv->sqlstate, srv->msg);
+			client_cmd_fail_state(c, srv->code, srv->sqlstate, srv->msg);
 		else
-			cmd_fail(c, 1158, msg); /* ER_NET_READ_ERROR: client codes (2013)
+			client_cmd_fail(c, 1158, msg); /* ER_NET_READ_ERROR: client codes (2013)
 			                           confuse libmariadb */
 		if (state_lost)
 			c->closing = true;

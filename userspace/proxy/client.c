@@ -205,7 +205,7 @@ static void client_ok(struct client *c, uint8_t seq)
 /* ---- the command in flight ---- */
 
 /* The command is over (answered or refused): take the next one. */
-void cmd_done(struct client *c)
+void client_cmd_done(struct client *c)
 {
 	c->cur = NULL;
 	sess_running(c, NULL);
@@ -219,12 +219,12 @@ void cmd_done(struct client *c)
 	client_buf_sync(c);
 }
 
-void cmd_fail(struct client *c, uint16_t code, const char *msg)
+void client_cmd_fail(struct client *c, uint16_t code, const char *msg)
 {
-	cmd_fail_state(c, code, "HY000", msg);
+	client_cmd_fail_state(c, code, "HY000", msg);
 }
 
-void cmd_fail_state(struct client *c, uint16_t code, const char *sqlstate, const char *msg)
+void client_cmd_fail_state(struct client *c, uint16_t code, const char *sqlstate, const char *msg)
 {
 	/* the statement never ran: a PREPARE's statement goes (the client got no
 	 * id), an EXECUTE's long data too, as after an answer */
@@ -242,7 +242,7 @@ void cmd_fail_state(struct client *c, uint16_t code, const char *sqlstate, const
 			c->rconn->hist_applied = c->nhist;
 	}
 	client_err(c, 1, code, sqlstate, msg);
-	cmd_done(c);
+	client_cmd_done(c);
 }
 
 /* ---- client commands ---- */
@@ -1384,7 +1384,7 @@ void client_resume(struct client *c)
 		client_process(c);
 }
 
-void accept_resume(struct worker *w)
+void client_accept_resume(struct worker *w)
 {
 	if (!w->accept_paused)
 		return;
@@ -1421,7 +1421,7 @@ static bool admit(struct worker *w, int fd)
  * cost a failing accept4 on most wakeups (connection storms are one
  * connection per wakeup). TCP_NODELAY comes from the listener.
  */
-void accept_clients(struct worker *w, struct listener *l)
+void client_accept(struct worker *w, struct listener *l)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);

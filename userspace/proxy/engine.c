@@ -95,7 +95,7 @@ static void sweep(struct worker *w)
 		sw_run(w);
 	wait_yield(w);
 	pool_warm(w);
-	accept_resume(w);
+	client_accept_resume(w);
 	worker_users(w); /* the ghosts follow a reload without waiting for a login */
 	/* sessions held on a writer that is one no more end now, not at their
 	 * next statement (which route_cmd would refuse) */
@@ -149,7 +149,7 @@ void worker_once(struct worker *w, int timeout_ms)
 
 		switch (*t) {
 		case EV_LISTEN:
-			accept_clients(w, (struct listener *)t);
+			client_accept(w, (struct listener *)t);
 			break;
 		case EV_WAKE:
 			if (read(w->wakefd, &v, sizeof(v)) < 0)
@@ -636,7 +636,7 @@ static int worker_init(struct worker *w, struct proxy_engine *e, const struct co
 
 /* Every client and backend connection is a file descriptor: the soft limit
  * (often 1024) goes up to the hard one, and a hard limit below what
- * max_client_connections needs is said (accept_clients copes with running
+ * max_client_connections needs is said (client_accept copes with running
  * out: the oldest connection not logged in makes room). */
 static void raise_nofile(const struct config *cfg)
 {

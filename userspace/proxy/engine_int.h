@@ -535,7 +535,7 @@ struct worker {
 	enum ev_type wtype;
 	struct client *clients;
 	/* clients not logged in yet, oldest first: past pre_max the oldest
-	 * makes room for a new connection (client.c, accept_clients) */
+	 * makes room for a new connection (client.c, client_accept) */
 	struct client *pre_head, *pre_tail;
 	int npre, pre_max;
 	bool accept_paused; /* out of file descriptors: until the next sweep */
@@ -928,7 +928,7 @@ void client_shed(struct client *c, uint16_t code, const char *state, const char 
 void client_buf_sync(struct client *c);
 void client_timeouts(struct client *c, uint64_t now);
 int client_flush(struct client *c);
-void cmd_done(struct client *c);
+void client_cmd_done(struct client *c);
 /* The figures (common/metrics.h): a statement classified, and one answered
  * by b (counted on b's backend, with the time since it was classified). */
 struct metric_series;
@@ -958,9 +958,9 @@ enum ryw_metric {
 };
 void proxy_metrics_ryw(enum ryw_metric what);
 void proxy_metrics_reader_retry(void);
-void cmd_fail(struct client *c, uint16_t code, const char *msg);
+void client_cmd_fail(struct client *c, uint16_t code, const char *msg);
 /* the same with the SQLSTATE of an error a server gave */
-void cmd_fail_state(struct client *c, uint16_t code, const char *sqlstate, const char *msg);
+void client_cmd_fail_state(struct client *c, uint16_t code, const char *sqlstate, const char *msg);
 void client_process(struct client *c);
 /* After route_cmd from outside the client's own event (a wait ended, a
  * writer came): an ERR or a refusal left it idle, so answer it and go on
@@ -969,10 +969,10 @@ void client_resume(struct client *c);
 /* The identity kept during a COM_CHANGE_USER goes (wiped). */
 void client_chu_free(struct client *c);
 void client_event(struct client *c, uint32_t events);
-void accept_clients(struct worker *w, struct listener *l);
+void client_accept(struct worker *w, struct listener *l);
 /* A session on fd, accepted from ss: NULL when refused (fd closed). */
 struct client *client_adopt(struct worker *w, int fd, const struct sockaddr_storage *ss);
-void accept_resume(struct worker *w);
+void client_accept_resume(struct worker *w);
 
 /* engine.c: a TLS connection for a client's socket, of the context now;
  * NULL when TLS is not configured (or out of memory) */

@@ -232,7 +232,7 @@ bool route_demoted(struct client *c, const struct topology *t, bool in_cmd)
 		/* route_cmd: the command is refused, then the session ends */
 		wait_dequeue(c);
 		sw_dequeue(c);
-		cmd_fail_state(c, 1927, "70100", msg);
+		client_cmd_fail_state(c, 1927, "70100", msg);
 		c->closing = true;
 	} else {
 		client_shed(c, 1927, "70100", msg);
@@ -505,7 +505,7 @@ void route_cmd(struct client *c)
 	wait_dequeue(c);
 	sw_dequeue(c);
 	if (!b) {
-		cmd_fail(c, 1105, msg);
+		client_cmd_fail(c, 1105, msg);
 		return;
 	}
 	if (route_send_cmd(c, b) < 0)

@@ -162,7 +162,7 @@ void sw_expire(struct worker *w, uint64_t now)
 		if (c->sw_waiting) {
 			/* not reached: sw_may_wait is false past the deadline */
 			sw_dequeue(c);
-			cmd_fail(c, 1105, "mysteer: no writer");
+			client_cmd_fail(c, 1105, "mysteer: no writer");
 		}
 		client_resume(c);
 	}

@@ -171,7 +171,7 @@ void wait_expire(struct worker *w, uint64_t now)
 		         (unsigned long long)(now - c->wait_start), c->wait_name);
 		/* ER_CON_COUNT_ERROR, with HY000 rather than its 08004: connectors
 		 * take SQLSTATE class 08 for a broken connection */
-		cmd_fail(c, 1040, msg);
+		client_cmd_fail(c, 1040, msg);
 		client_resume(c);
 	}
 }
@@ -185,7 +185,7 @@ void wait_kill(struct client *c)
 		log_info("proxy: a statement of %s waiting for a writer killed (KILL QUERY)",
 		         c->user);
 		sw_dequeue(c);
-		cmd_fail_state(c, 1317, "70100", "Query execution was interrupted");
+		client_cmd_fail_state(c, 1317, "70100", "Query execution was interrupted");
 		client_resume(c);
 		return;
 	}
@@ -194,7 +194,7 @@ void wait_kill(struct client *c)
 	log_info("proxy: a statement of %s waiting for %s killed (KILL QUERY)", c->user,
 	         c->wait_name);
 	wait_dequeue(c);
-	cmd_fail_state(c, 1317, "70100", "Query execution was interrupted");
+	client_cmd_fail_state(c, 1317, "70100", "Query execution was interrupted");
 	client_resume(c);
 }
 
