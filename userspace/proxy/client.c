@@ -709,7 +709,7 @@ static void login_ok(struct client *c, uint8_t seq, const char *how)
 /* mysql_native_password: reply (n bytes) to the scramble. */
 static void check_password(struct client *c, const uint8_t *reply, size_t n, uint8_t seq)
 {
-	if (!users_check(worker_users(c->w), c->user, c->scramble, reply, n, c->stage1)) {
+	if (!users_check(engine_worker_users(c->w), c->user, c->scramble, reply, n, c->stage1)) {
 		deny(c, seq, n > 0);
 		return;
 	}
@@ -739,7 +739,7 @@ static void sha2_first(struct client *c, const uint8_t *reply, size_t n, uint8_t
 		check_password(c, NULL, 0, seq);
 		return;
 	}
-	if (users_sha2_fast(worker_users(c->w), c->user, c->scramble, reply, n, c->stage1)) {
+	if (users_sha2_fast(engine_worker_users(c->w), c->user, c->scramble, reply, n, c->stage1)) {
 		more_data(c, seq, SHA2_FAST_OK);
 		c->empty_pw = false;
 		login_ok(c, (uint8_t)(seq + 1), SHA2_PLUGIN ", fast authentication");
@@ -800,7 +800,7 @@ static void sha2_full(struct client *c, const uint8_t *p, size_t n, uint8_t seq)
 		sha2_xor(pw, len, c->scramble);
 	}
 	len = strnlen((const char *)pw, len);
-	ok = users_sha2_full(worker_users(c->w), c->user, (const char *)pw, len, c->stage1);
+	ok = users_sha2_full(engine_worker_users(c->w), c->user, (const char *)pw, len, c->stage1);
 	explicit_bzero(pw, sizeof(pw));
 	if (!ok) {
 		deny(c, (uint8_t)(seq + 1), true);
@@ -854,7 +854,7 @@ static void auth_switch(struct client *c, const char *plugin, uint8_t seq)
 static bool use_sha2(struct client *c, uint32_t caps)
 {
 	return (caps & CAP_PLUGIN_AUTH) && atomic_load(&c->w->e->sha2_default) &&
-	       users_sha2_able(worker_users(c->w), c->user);
+	       users_sha2_able(engine_worker_users(c->w), c->user);
 }
 
 /*

@@ -96,7 +96,7 @@ static void sweep(struct worker *w)
 	wait_yield(w);
 	pool_warm(w);
 	client_accept_resume(w);
-	worker_users(w); /* the ghosts follow a reload without waiting for a login */
+	engine_worker_users(w); /* the ghosts follow a reload without waiting for a login */
 	/* sessions held on a writer that is one no more end now, not at their
 	 * next statement (which route_cmd would refuse) */
 	const struct topology *t = topo_current();
@@ -132,7 +132,7 @@ static int loop_timeout(const struct worker *w)
 
 /* One batch of events (waiting at most timeout_ms), then what follows every
  * batch: the waits served, objects freed, the sweep when it is due. */
-void worker_once(struct worker *w, int timeout_ms)
+void engine_worker_once(struct worker *w, int timeout_ms)
 {
 	struct epoll_event evs[128];
 	int n = epoll_wait(w->ep, evs, 128, timeout_ms);
@@ -214,7 +214,7 @@ static void *worker_main(void *arg)
 	sigaddset(&pipe, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &pipe, NULL);
 	while (!w->stop)
-		worker_once(w, loop_timeout(w));
+		engine_worker_once(w, loop_timeout(w));
 	worker_drain(w);
 	return NULL;
 }
@@ -291,7 +291,7 @@ static int usable_binds(const struct config *cfg, uint16_t port, bool *use, char
  * flight are dropped: the next sweep starts them again), keeping what they
  * learnt of their clients' capabilities.
  */
-const struct user_table *worker_users(struct worker *w)
+const struct user_table *engine_worker_users(struct worker *w)
 {
 	struct proxy_engine *e = w->e;
 	uint64_t gen = atomic_load(&e->users_gen);
@@ -518,7 +518,7 @@ static void apply_settings(struct proxy_engine *e, const struct config *cfg)
 }
 
 /* The settings, and the [user:...] sections: new logins check against the
- * new table (worker_users), sessions already in stay. */
+ * new table (engine_worker_users), sessions already in stay. */
 void proxy_engine_reload(struct proxy_engine *e, const struct config *cfg)
 {
 	struct user_table *t = users_new(cfg), *old;
@@ -853,7 +853,7 @@ int proxy_engine_test_client(struct proxy_engine *e, int fd)
 
 void proxy_engine_test_run(struct proxy_engine *e, int timeout_ms)
 {
-	worker_once(&e->workers[0], timeout_ms);
+	engine_worker_once(&e->workers[0], timeout_ms);
 }
 
 void proxy_engine_test_sweep(struct proxy_engine *e)

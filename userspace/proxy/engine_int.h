@@ -433,7 +433,7 @@ struct proxy_engine {
 	struct worker *workers;
 	int nworkers;
 	/* the users now (users.h), replaced by reload under users_mu;
-	 * users_gen counts the replacements (worker_users) */
+	 * users_gen counts the replacements (engine_worker_users) */
 	struct user_table *users;
 	pthread_mutex_t users_mu;
 	_Atomic uint64_t users_gen;
@@ -551,7 +551,7 @@ struct worker {
 	struct client *ghosts; /* one per user with a plain password */
 	struct bconn *warming; /* warm connections still logging in */
 	size_t nghosts;
-	struct user_table *users; /* its reference to the users (worker_users) */
+	struct user_table *users; /* its reference to the users (engine_worker_users) */
 	uint64_t users_gen;
 	struct rt_snap *rt; /* this worker's reference to the routine table */
 	uint64_t rt_gen;
@@ -764,10 +764,10 @@ int pool_ghosts_init(struct worker *w);
 int pool_ghosts_renew(struct worker *w);
 void pool_ghosts_free(struct worker *w);
 /* engine.c: one batch of the worker's events and what follows it */
-void worker_once(struct worker *w, int timeout_ms);
+void engine_worker_once(struct worker *w, int timeout_ms);
 /* engine.c: the users now; a reload's new table is taken up here (and the
  * ghosts made again for it) */
-const struct user_table *worker_users(struct worker *w);
+const struct user_table *engine_worker_users(struct worker *w);
 
 /* wait.c: sessions waiting for a connection at the cap */
 void wait_dequeue(struct client *c);
