@@ -253,7 +253,7 @@ again:
 		if (b->rt.ok_now && b->internal == 0)
 			b->answer_ok = true;
 		if (b->lid_fetch && before == RS_ROWS && st == RS_ROWS)
-			lid_row(b, p + PKT_HDR, take);
+			mux_lid_row(b, p + PKT_HDR, take);
 		size_t fwd = take;
 		if (b->rt.ok_now && !b->frag_drop && take == f.len && f.len < PKT_MAX_FRAG)
 			fwd = client_ok_form(b, p, take, f.seq);
@@ -275,7 +275,7 @@ again:
 		if (b->internal > 0) {
 			/* the LAST_INSERT_ID() asked of an idle connection: the
 			 * first internal answer to end (lid_fetch_start) */
-			bool release = b->lid_fetch && lid_fetched(c, b);
+			bool release = b->lid_fetch && mux_lid_fetched(c, b);
 			if (b->rt.saw_err)
 				log_warn("proxy: replaying session state on %s failed", b->name);
 			if (b->internal == 1)
@@ -308,7 +308,7 @@ again:
 	bconn_update(b);
 }
 
-/* What a statement that keeps its connection (keeps_state) left there, in
+/* What a statement that keeps its connection (mux_keeps_state) left there, in
  * words for the ERR of a demoted writer. */
 static const char *keep_reason(const struct client *c)
 {
@@ -383,7 +383,7 @@ static void on_answer_done(struct client *c, struct bconn *b)
 		c->autocommit_off = !(st & SST_AUTOCOMMIT);
 	}
 	sw_answered(c, b, ok, opened);
-	if (state_pins(c, b))
+	if (mux_state_pins(c, b))
 		route_pin_writer(c, "session state a statement or routine made there");
 	/* An EXECUTE that opened a cursor: its rows wait on this connection for
 	 * COM_STMT_FETCH (cmd_fetch), so the session keeps it. Any other answer
@@ -400,8 +400,8 @@ static void on_answer_done(struct client *c, struct bconn *b)
 			clean = false;
 		}
 	}
-	lid_note(c, b);
-	if (keeps_state(c, b)) {
+	mux_lid_note(c, b);
+	if (mux_keeps_state(c, b)) {
 		if (!b->keep)
 			log_debug("proxy: a session of %s keeps its connection to %s", c->user,
 			          b->name);
@@ -416,7 +416,7 @@ static void on_answer_done(struct client *c, struct bconn *b)
 	 * effect is the history's, which pool_park can match; a plain write
 	 * or transaction statement leaves nothing once its transaction ends
 	 * (pool_park resets a connection whose transaction is open) */
-	if (!clean && !leaves_no_state(c, b)) {
+	if (!clean && !mux_leaves_no_state(c, b)) {
 		if (c->cur_hist && ok && b->rt.warnings == 0)
 			b->hist_dirty = true;
 		else

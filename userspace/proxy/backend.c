@@ -47,7 +47,7 @@ void bconn_free(struct bconn *b)
 	}
 	if (c && !c->ghost) {
 		/* its LAST_INSERT_ID() was not read yet: the insert id of the OK
-		 * that changed it stands for it (lid_note) */
+		 * that changed it stands for it (mux_lid_note) */
 		if (b->writer && b->lid_held && b->lid_ok_set && b->lid_ok != c->lid) {
 			c->lid = b->lid_ok;
 			if (++c->lid_gen == 0)

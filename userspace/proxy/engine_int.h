@@ -368,10 +368,10 @@ struct bconn {
 	bool state_tracked;      /* and was sent with tracking_state on */
 	bool gtid_wait, gtid_ok; /* a MASTER_GTID_WAIT holds the client's command back */
 	bool trans_open;         /* its last answer said: in a transaction or autocommit off */
-	bool keep;               /* holds session state the history cannot rebuild (keeps_state) */
-	const char *keep_why;    /* what that state is (a static string) */
+	bool keep;            /* holds session state the history cannot rebuild (mux_keeps_state) */
+	const char *keep_why; /* what that state is (a static string) */
 	/* since its login or last reset, ran more than clean reads and
-	 * leaves_no_state() statements: reset when parked */
+	 * mux_leaves_no_state() statements: reset when parked */
 	bool dirty;
 	char waited_gtid[64]; /* this replica is known to have applied it */
 	/* LAST_INSERT_ID() here may differ from the session's c->lid: an insert
@@ -387,7 +387,7 @@ struct bconn {
 	uint32_t lid_gen;
 	/* LAST_INSERT_ID() here may be non-zero (since the last reset); parked
 	 * without a reset, it is another session's (lid_foreign), which
-	 * lid_prologue replaces before the next session's first command */
+	 * mux_lid_prologue replaces before the next session's first command */
 	bool lid_touched, lid_foreign;
 	/* only session history was replayed here, besides clean reads: no reset
 	 * needed to give it to a session with the same history (pool_park); in
@@ -808,15 +808,15 @@ bool sw_cut_demoted(struct client *c, const struct topology *t);
 const char *route_writer_held_for(const struct client *c, const struct bconn *b);
 
 /* mux.c: when a session gives a connection back */
-bool keeps_state(const struct client *c, const struct bconn *b);
-bool leaves_no_state(const struct client *c, const struct bconn *b);
-bool state_pins(const struct client *c, const struct bconn *b);
+bool mux_keeps_state(const struct client *c, const struct bconn *b);
+bool mux_leaves_no_state(const struct client *c, const struct bconn *b);
+bool mux_state_pins(const struct client *c, const struct bconn *b);
 void mux_next(struct client *c);
 void mux_answered(struct client *c, struct bconn *b, bool clean);
-void lid_note(const struct client *c, struct bconn *b);
-void lid_row(struct bconn *b, const uint8_t *p, size_t n);
-bool lid_fetched(struct client *c, struct bconn *b);
-int lid_prologue(const struct client *c, struct bconn *b);
+void mux_lid_note(const struct client *c, struct bconn *b);
+void mux_lid_row(struct bconn *b, const uint8_t *p, size_t n);
+bool mux_lid_fetched(struct client *c, struct bconn *b);
+int mux_lid_prologue(const struct client *c, struct bconn *b);
 void mux_release(struct client *c, struct bconn *b);
 
 /* backend.c: a backend connection's life */

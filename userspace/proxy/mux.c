@@ -36,7 +36,7 @@ static bool may_release(const struct client *c, const struct bconn *b)
  * SQL and calls of other routines (CLS_F_ROUTINE_TRACKED, set by
  * userspace/proxy/routines.c), on a connection with the proxy's state-change
  * tracking on, answered without error (a routine may fail half way), alone
- * (not in a multi-statement). What it changed, state_pins() sees; a
+ * (not in a multi-statement). What it changed, mux_state_pins() sees; a
  * transaction it left open, the status flags; its LAST_INSERT_ID(), lid_*.
  * So it need not keep its connection.
  */
@@ -56,7 +56,7 @@ static bool tracked_call(const struct client *c, const struct bconn *b)
  * connection stays with the session. Even after an error: a routine may fail
  * half way.
  */
-bool keeps_state(const struct client *c, const struct bconn *b)
+bool mux_keeps_state(const struct client *c, const struct bconn *b)
 {
 	if (!c->cur_classified)
 		return false;
@@ -79,7 +79,7 @@ bool keeps_state(const struct client *c, const struct bconn *b)
  * CREATE TEMPORARY TABLE. Named locks taken inside a routine are not
  * reported by the server and are not seen.
  */
-bool state_pins(const struct client *c, const struct bconn *b)
+bool mux_state_pins(const struct client *c, const struct bconn *b)
 {
 	bool routine;
 
@@ -102,7 +102,7 @@ bool state_pins(const struct client *c, const struct bconn *b)
  * back to the pool without COM_RESET_CONNECTION, keeping its prepared
  * statements; an open transaction is still reset (pool_park).
  */
-bool leaves_no_state(const struct client *c, const struct bconn *b)
+bool mux_leaves_no_state(const struct client *c, const struct bconn *b)
 {
 	if (!b->writer || b->rt.saw_err || b->rt.warnings || !c->cur_classified || c->cur_hist ||
 	    !b->state_tracked || b->state_changed || (c->cur_flags & STATEFUL_FLAGS))
@@ -128,7 +128,7 @@ bool leaves_no_state(const struct client *c, const struct bconn *b)
  * asks that connection for the value when the session would give it back
  * (one SELECT, while the session's next statement runs elsewhere), keeps it
  * in the session (c->lid), and replays it with SET last_insert_id on the
- * writer connection the session takes next (lid_prologue). The OK packet's
+ * writer connection the session takes next (mux_lid_prologue). The OK packet's
  * insert id is not enough: after an insert of an explicit value into an
  * AUTO_INCREMENT column it is that value, while LAST_INSERT_ID() keeps the
  * last generated one.
@@ -139,7 +139,7 @@ bool leaves_no_state(const struct client *c, const struct bconn *b)
  * statement that calls connection-dependent functions (LAST_INSERT_ID(expr)
  * in a SELECT), or a CALL (an insert inside does not show in its OK), even
  * when it failed part way. */
-void lid_note(const struct client *c, struct bconn *b)
+void mux_lid_note(const struct client *c, struct bconn *b)
 {
 	if (!b->writer)
 		return;
@@ -160,7 +160,7 @@ void lid_note(const struct client *c, struct bconn *b)
 }
 
 /* Asks b for its LAST_INSERT_ID(); b stays with the session until the
- * answer (lid_fetched). Only on an idle connection: the answer must be the
+ * answer (mux_lid_fetched). Only on an idle connection: the answer must be the
  * first one to come. */
 static void lid_fetch_start(struct client *c, struct bconn *b)
 {
@@ -180,7 +180,7 @@ static void lid_fetch_start(struct client *c, struct bconn *b)
 }
 
 /* A row of the answer to that SELECT: one column, the decimal value. */
-void lid_row(struct bconn *b, const uint8_t *p, size_t n)
+void mux_lid_row(struct bconn *b, const uint8_t *p, size_t n)
 {
 	uint64_t v = 0;
 	size_t len;
@@ -202,7 +202,7 @@ void lid_row(struct bconn *b, const uint8_t *p, size_t n)
  * the value now; true when b may go back to the pool at once (nothing of
  * the session's is in flight on it). When the value could not be read, the
  * session keeps b, as before this existed. */
-bool lid_fetched(struct client *c, struct bconn *b)
+bool mux_lid_fetched(struct client *c, struct bconn *b)
 {
 	b->lid_fetch = false;
 	if (!b->lid_seen_ok || b->rt.saw_err) {
@@ -227,7 +227,7 @@ bool lid_fetched(struct client *c, struct bconn *b)
  * LAST_INSERT_ID() (one from the pool), or on any connection parked
  * without a reset holding another session's (lid_foreign): set it there,
  * in the same batch. */
-int lid_prologue(const struct client *c, struct bconn *b)
+int mux_lid_prologue(const struct client *c, struct bconn *b)
 {
 	char q[64];
 

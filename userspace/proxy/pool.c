@@ -170,7 +170,7 @@ bool pool_park(struct client *c, struct bconn *b)
 	} else {
 		/* the login schema, or the COM_INIT_DB to it that pool_take sent;
 		 * last_gtid tracking, the proxy's own, stays on; a non-zero
-		 * LAST_INSERT_ID() is this session's, which lid_prologue replaces
+		 * LAST_INSERT_ID() is this session's, which mux_lid_prologue replaces
 		 * for the next */
 		b->lid_foreign = b->lid_touched;
 		b->pool_has_db = c->db0[0] != 0;

@@ -359,7 +359,7 @@ int route_queue_internal(struct bconn *b, const char *sql)
  * - session_track_state_change: the server reports when a statement changed
  *   session state the history cannot rebuild (user variables, temporary
  *   tables or session variables set inside a stored routine), read by
- *   state_pins(). Needs CLIENT_SESSION_TRACK on the connection.
+ *   mux_state_pins(). Needs CLIENT_SESSION_TRACK on the connection.
  * - read_your_writes = gtid: last_gtid in session_track_system_variables, so
  *   the writer's OK packets carry the session's last GTID.
  */
@@ -417,7 +417,7 @@ int route_send_cmd(struct client *c, struct bconn *b)
 		b->hist_dirty = true;
 		answer_tracking_replaced(b, h->p, h->n);
 	}
-	if (!fetch && (track_prologue(c, b) < 0 || lid_prologue(c, b) < 0))
+	if (!fetch && (track_prologue(c, b) < 0 || mux_lid_prologue(c, b) < 0))
 		return -1;
 	/* the session's transaction, which held only its BEGIN, begins again
 	 * here (its old writer connection went: route_demoted, sw_take_back).
