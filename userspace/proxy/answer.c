@@ -258,7 +258,7 @@ again:
 		if (b->rt.ok_now && !b->frag_drop && take == f.len && f.len < PKT_MAX_FRAG)
 			fwd = client_ok_form(b, p, take, f.seq);
 		if (first && st == RS_DONE && !b->frag_drop &&
-		    kill_answer_gone(c, p, PKT_HDR + take))
+		    ops_kill_answer_gone(c, p, PKT_HDR + take))
 			forward_ok(b, f.seq);
 		else
 			forward(b, p, PKT_HDR + fwd);

@@ -283,7 +283,7 @@ static void bconn_login(struct bconn *b, const uint8_t *p, size_t n, uint8_t seq
 	memset(&r, 0, sizeof(r));
 	b->thread_id = hs.conn_id;
 	if (c->cur == b && !c->ghost)
-		sess_running(c, b); /* the command waited for the login */
+		ops_sess_running(c, b); /* the command waited for the login */
 	/* Session tracking whatever the client asked: the proxy reads last_gtid
 	 * and state changes in the OK packets, and gives a client without it
 	 * the plain form (client_ok_form). */

@@ -208,7 +208,7 @@ static void client_ok(struct client *c, uint8_t seq)
 void client_cmd_done(struct client *c)
 {
 	c->cur = NULL;
-	sess_running(c, NULL);
+	ops_sess_running(c, NULL);
 	c->st = C_IDLE;
 	c->has_exclude = false;
 	c->retries = 0;
@@ -688,13 +688,13 @@ static void login_ok(struct client *c, uint8_t seq, const char *how)
 	          c->tls ? " (TLS)" : "", c->chu_prev ? " (COM_CHANGE_USER)" : "");
 	if (c->chu_prev) {
 		client_chu_free(c);
-		sess_set_user(c);
+		ops_sess_set_user(c);
 	}
 	c->st = C_IDLE;
 	c->deadline_ms = 0;
 	c->active_ms = now_ms();
 	preauth_unlink(c);
-	sess_register(c);
+	ops_sess_register(c);
 	/* warm connections log in like the last client of this user, so that
 	 * the next one of its kind can take them */
 	for (size_t i = 0; i < c->w->nghosts; i++)
@@ -1501,7 +1501,7 @@ void client_close(struct client *c)
 	if (c->dead)
 		return;
 	preauth_unlink(c);
-	sess_unregister(c);
+	ops_sess_unregister(c);
 	wait_dequeue(c);
 	sw_dequeue(c);
 	route_reader_release(c);

@@ -155,7 +155,7 @@ void engine_worker_once(struct worker *w, int timeout_ms)
 			if (read(w->wakefd, &v, sizeof(v)) < 0)
 				log_debug("proxy: wake: %s", strerror(errno));
 			w->kick = true; /* another worker freed a slot, or waits */
-			sess_kills(w);
+			ops_sess_kills(w);
 			break;
 		case EV_CLIENT: {
 			struct client *c = (struct client *)t;

@@ -256,7 +256,7 @@ struct client {
 	enum { R_WRITER, R_READER, R_LAST, R_TRX, R_TARGET } route;
 	uint32_t target_id;
 	/* the command in flight is that KILL QUERY: the thread gone there
-	 * (ERR 1094) is a KILL done for the client (kill_answer_gone) */
+	 * (ERR 1094) is a KILL done for the client (ops_kill_answer_gone) */
 	bool kill_soft;
 	/* the id of its handshake (CONNECTION_ID() through 6450), and its
 	 * entry in the engine's registry of sessions (ops.c): reg_user and
@@ -985,13 +985,13 @@ struct evp_pkey_st *engine_rsa_key(struct proxy_engine *e);
 int engine_rsa_pem_packet(struct proxy_engine *e, uint8_t **pkt);
 
 /* ops.c: the registry of sessions, CONNECTION_ID() and KILL */
-void sess_register(struct client *c);
-void sess_unregister(struct client *c);
-void sess_set_user(struct client *c);
-void sess_running(struct client *c, const struct bconn *b);
-void sess_kills(struct worker *w);
+void ops_sess_register(struct client *c);
+void ops_sess_unregister(struct client *c);
+void ops_sess_set_user(struct client *c);
+void ops_sess_running(struct client *c, const struct bconn *b);
+void ops_sess_kills(struct worker *w);
 int ops_statement(struct client *c);
-bool kill_answer_gone(struct client *c, const uint8_t *p, size_t n);
+bool ops_kill_answer_gone(struct client *c, const uint8_t *p, size_t n);
 /* The TLS connection a new connection to be (on fd) starts once the server's
  * handshake came; NULL when be has tls = off, or with *failed set when it
  * cannot be made. */

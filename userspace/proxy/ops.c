@@ -36,7 +36,7 @@ static size_t sess_bucket(uint32_t id)
 	return (size_t)(id * 2654435761u) % SESS_BUCKETS;
 }
 
-void sess_register(struct client *c)
+void ops_sess_register(struct client *c)
 {
 	struct proxy_engine *e = c->w->e;
 	size_t h = sess_bucket(c->conn_id);
@@ -52,7 +52,7 @@ void sess_register(struct client *c)
 }
 
 /* The session's user changed (COM_CHANGE_USER): KILL checks the new one. */
-void sess_set_user(struct client *c)
+void ops_sess_set_user(struct client *c)
 {
 	struct proxy_engine *e = c->w->e;
 
@@ -61,7 +61,7 @@ void sess_set_user(struct client *c)
 	pthread_mutex_unlock(&e->sess_mu);
 }
 
-void sess_unregister(struct client *c)
+void ops_sess_unregister(struct client *c)
 {
 	struct proxy_engine *e = c->w->e;
 	struct client **pp;
@@ -80,7 +80,7 @@ void sess_unregister(struct client *c)
 
 /* The client's command now runs on b (0 thread id: b is still logging in;
  * bconn_login calls again when the server said its id). */
-void sess_running(struct client *c, const struct bconn *b)
+void ops_sess_running(struct client *c, const struct bconn *b)
 {
 	uint64_t v = 0;
 
@@ -91,7 +91,7 @@ void sess_running(struct client *c, const struct bconn *b)
 
 /* A KILL [CONNECTION] of another thread: the worker of the session ends it
  * (its eventfd woke it up). */
-void sess_kills(struct worker *w)
+void ops_sess_kills(struct worker *w)
 {
 	struct client *c, *next;
 
@@ -597,7 +597,7 @@ int ops_statement(struct client *c)
 /* The answer to the proxy's KILL QUERY on the backend (c->kill_soft): the
  * thread may have ended since (its statement and session gone there), which
  * for the client is a KILL done. p: a whole ERR packet, header included. */
-bool kill_answer_gone(struct client *c, const uint8_t *p, size_t n)
+bool ops_kill_answer_gone(struct client *c, const uint8_t *p, size_t n)
 {
 	struct err_pkt er;
 

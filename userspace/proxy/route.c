@@ -451,7 +451,7 @@ int route_send_cmd(struct client *c, struct bconn *b)
 	c->cur = b;
 	c->fwd_started = false;
 	c->st = C_BUSY;
-	sess_running(c, b);
+	ops_sess_running(c, b);
 	return bconn_flush(b);
 }
 
