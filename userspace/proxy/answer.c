@@ -27,7 +27,7 @@ static void prepare_ok(struct bconn *b, uint8_t *payload, size_t n)
 
 	if (!k || n < 5 || payload[0] != 0x00)
 		return;
-	if (bc_add(b, k, b->rt.stmt_id) < 0)
+	if (stmt_cache_add(b, k, b->rt.stmt_id) < 0)
 		log_warn("proxy: out of memory caching a statement on %s", b->name);
 	if (ps) {
 		ps->nparams = b->rt.prep_params;
@@ -370,7 +370,7 @@ static void on_answer_done(struct client *c, struct bconn *b)
 	      c->cur_reason == CLS_R_UNKNOWN_FUNCTION || c->cur_reason == CLS_R_NOT_UNDERSTOOD)) ||
 	    (!c->cur_classified && c->cur_kind == RESP_GENERIC && !c->cur_ps)) {
 		if (b->nbst > 0) {
-			bc_clear_for_state(c, b);
+			stmt_cache_clear_for_state(c, b);
 			bconn_update(b);
 		}
 	}
@@ -454,9 +454,9 @@ static void on_answer_done(struct client *c, struct bconn *b)
 	/* a USE or COM_INIT_DB the server refused left the schema as it was */
 	db_change_end(c, ok);
 	if (c->cur_ps && c->cur_kind == RESP_PREPARE && !ok)
-		ps_free(c, c->cur_ps);
+		stmt_free(c, c->cur_ps);
 	else if (c->cur_ps)
-		ps_drop_longdata(c, c->cur_ps);
+		stmt_drop_longdata(c, c->cur_ps);
 	c->cur_ps = NULL;
 	c->last = b;
 	c->has_parked_last = false;

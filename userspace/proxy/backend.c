@@ -53,7 +53,7 @@ void bconn_free(struct bconn *b)
 			if (++c->lid_gen == 0)
 				c->lid_gen = 1;
 		}
-		ps_forget_conn(c, b);
+		stmt_forget_conn(c, b);
 		if (c->wconn == b)
 			c->wconn = NULL;
 		if (c->rconn == b)
@@ -71,7 +71,7 @@ void bconn_free(struct bconn *b)
 	if (b->fd >= 0)
 		close(b->fd); /* also leaves the epoll set */
 	b->fd = -1;
-	bc_clear(b, false); /* the server drops them with the connection */
+	stmt_cache_clear(b, false); /* the server drops them with the connection */
 	free(b->hist_img);
 	b->hist_img = NULL;
 	b->dead = true;

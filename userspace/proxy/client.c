@@ -229,9 +229,9 @@ void client_cmd_fail_state(struct client *c, uint16_t code, const char *sqlstate
 	/* the statement never ran: a PREPARE's statement goes (the client got no
 	 * id), an EXECUTE's long data too, as after an answer */
 	if (c->cur_ps && c->cur_kind == RESP_PREPARE)
-		ps_free(c, c->cur_ps);
+		stmt_free(c, c->cur_ps);
 	else if (c->cur_ps)
-		ps_drop_longdata(c, c->cur_ps);
+		stmt_drop_longdata(c, c->cur_ps);
 	c->cur_ps = NULL;
 	db_change_end(c, false); /* the statement never ran */
 	if (c->cur_hist && c->nhist > 0) {
@@ -281,7 +281,7 @@ static int cmd_prepare(struct client *c, const uint8_t *p, size_t n)
 		client_err(c, 1, 1041, "HY000", msg);
 		return -1;
 	}
-	ps = ps_new(c, p + 1, n - 1);
+	ps = stmt_new(c, p + 1, n - 1);
 	if (!ps) {
 		c->closing = true;
 		return -1;
@@ -308,7 +308,7 @@ static int cmd_prepare(struct client *c, const uint8_t *p, size_t n)
 
 static int cmd_execute(struct client *c, const uint8_t *p, size_t n)
 {
-	struct pstmt *ps = n >= 10 ? ps_find(c, get_le32(p + 1)) : NULL;
+	struct pstmt *ps = n >= 10 ? stmt_find(c, get_le32(p + 1)) : NULL;
 	size_t off;
 
 	if (!ps) {
@@ -349,7 +349,7 @@ static int cmd_execute(struct client *c, const uint8_t *p, size_t n)
  */
 static void cmd_fetch(struct client *c, const uint8_t *p, size_t n)
 {
-	struct pstmt *ps = n >= 9 ? ps_find(c, get_le32(p + 1)) : NULL;
+	struct pstmt *ps = n >= 9 ? stmt_find(c, get_le32(p + 1)) : NULL;
 	struct bstmt *e;
 	char msg[96];
 
@@ -357,8 +357,8 @@ static void cmd_fetch(struct client *c, const uint8_t *p, size_t n)
 		unknown_stmt(c, n >= 5 ? get_le32(p + 1) : 0, "mysqld_stmt_fetch");
 		return;
 	}
-	/* ps_forget_conn clears cursor_b when its connection goes */
-	e = ps->cursor_b ? bc_find(ps->cursor_b, ps->key) : NULL;
+	/* stmt_forget_conn clears cursor_b when its connection goes */
+	e = ps->cursor_b ? stmt_cache_find(ps->cursor_b, ps->key) : NULL;
 	if (!e) {
 		snprintf(msg, sizeof(msg), "The statement (%u) has no open cursor", ps->id);
 		client_err(c, 1, 1421, "HY000", msg);
@@ -373,7 +373,7 @@ static void cmd_fetch(struct client *c, const uint8_t *p, size_t n)
 
 static void cmd_long_data(struct client *c, const uint8_t *p, size_t n)
 {
-	struct pstmt *ps = n >= 7 ? ps_find(c, get_le32(p + 1)) : NULL;
+	struct pstmt *ps = n >= 7 ? stmt_find(c, get_le32(p + 1)) : NULL;
 	uint8_t len[4];
 
 	if (!ps || ps->longdata_over)
@@ -383,7 +383,7 @@ static void cmd_long_data(struct client *c, const uint8_t *p, size_t n)
 	 * could grow it without end. */
 	if (c->ld_bytes + 4 + n > c->w->e->max_packet) {
 		ps->longdata_over = true;
-		ps_drop_longdata(c, ps);
+		stmt_drop_longdata(c, ps);
 		return;
 	}
 	size_t before = buf_used(&ps->longdata);
@@ -397,15 +397,15 @@ static void cmd_long_data(struct client *c, const uint8_t *p, size_t n)
  * worker's last client statement of it (skey_put). No answer. */
 static void cmd_stmt_close(struct client *c, const uint8_t *p, size_t n)
 {
-	struct pstmt *ps = n >= 5 ? ps_find(c, get_le32(p + 1)) : NULL;
+	struct pstmt *ps = n >= 5 ? stmt_find(c, get_le32(p + 1)) : NULL;
 
 	if (ps)
-		ps_free(c, ps);
+		stmt_free(c, ps);
 }
 
 static void cmd_stmt_reset(struct client *c, const uint8_t *p, size_t n)
 {
-	struct pstmt *ps = n >= 5 ? ps_find(c, get_le32(p + 1)) : NULL;
+	struct pstmt *ps = n >= 5 ? stmt_find(c, get_le32(p + 1)) : NULL;
 
 	if (!ps) {
 		unknown_stmt(c, n >= 5 ? get_le32(p + 1) : 0, "mysqld_stmt_reset");
@@ -415,7 +415,7 @@ static void cmd_stmt_reset(struct client *c, const uint8_t *p, size_t n)
 	 * resetting but a cursor, which is closed for the client (a FETCH gets
 	 * "no open cursor"); the server's closes with the next EXECUTE or the
 	 * connection's reset. */
-	ps_drop_longdata(c, ps);
+	stmt_drop_longdata(c, ps);
 	ps->longdata_over = false;
 	ps->cursor_b = NULL;
 	client_ok(c, 1);
@@ -441,7 +441,7 @@ static void session_reset(struct client *c)
 	/* as a server's reset: the prepared statements go, with their long
 	 * data and cursors, and the last GTID it tracked */
 	while (c->stmts)
-		ps_free(c, c->stmts);
+		stmt_free(c, c->stmts);
 	ryw_session_reset(c);
 	c->lid = 0;
 	c->lid_gen = 0;

@@ -61,7 +61,7 @@ static void reap(struct worker *w)
 		free(c->hist);
 		atomic_fetch_sub(&w->e->client_buf, c->buf_charged);
 		while (c->stmts)
-			ps_free(c, c->stmts);
+			stmt_free(c, c->stmts);
 		buf_free(&c->scratch);
 		buf_free(&c->in);
 		buf_free(&c->out);

@@ -113,7 +113,7 @@ struct bstmt {
 	uint8_t *types;
 	size_t ntypes;
 	/* parsed under a session state the connection has left, and kept only
-	 * for the cursor open on it (bc_clear_for_state): a FETCH reads it, an
+	 * for the cursor open on it (stmt_cache_clear_for_state): a FETCH reads it, an
 	 * EXECUTE prepares the statement again */
 	bool stale;
 };
@@ -733,19 +733,19 @@ static inline enum resp_kind bconn_next_kind(const struct bconn *b)
 }
 
 /* stmt.c: prepared statements and the connections' statement caches */
-struct pstmt *ps_find(struct client *c, uint32_t id);
-void ps_forget_conn(struct client *c, const struct bconn *b);
-struct bstmt *bc_find(struct bconn *b, const struct skey *k);
-void bc_clear(struct bconn *b, bool send_close);
-void bc_clear_for_state(const struct client *c, struct bconn *b);
-int bc_add(struct bconn *b, struct skey *k, uint32_t xid);
-void bc_make_room(struct bconn *b);
-void ps_drop_longdata(struct client *c, struct pstmt *ps);
-void ps_free(struct client *c, struct pstmt *ps);
-struct pstmt *ps_new(struct client *c, const uint8_t *sql, size_t len);
-int build_execute(struct client *c, struct bstmt *e, uint32_t xid, const uint8_t **out,
-                  size_t *outlen);
-int queue_ps_prereqs(struct client *c, struct bconn *b, uint32_t *xid, struct bstmt **ep);
+struct pstmt *stmt_find(struct client *c, uint32_t id);
+void stmt_forget_conn(struct client *c, const struct bconn *b);
+struct bstmt *stmt_cache_find(struct bconn *b, const struct skey *k);
+void stmt_cache_clear(struct bconn *b, bool send_close);
+void stmt_cache_clear_for_state(const struct client *c, struct bconn *b);
+int stmt_cache_add(struct bconn *b, struct skey *k, uint32_t xid);
+void stmt_cache_make_room(struct bconn *b);
+void stmt_drop_longdata(struct client *c, struct pstmt *ps);
+void stmt_free(struct client *c, struct pstmt *ps);
+struct pstmt *stmt_new(struct client *c, const uint8_t *sql, size_t len);
+int stmt_build_execute(struct client *c, struct bstmt *e, uint32_t xid, const uint8_t **out,
+                       size_t *outlen);
+int stmt_queue_prereqs(struct client *c, struct bconn *b, uint32_t *xid, struct bstmt **ep);
 
 /* pool.c: the per-backend cap, the pool, warm connections */
 bool pool_slot_take(struct proxy_engine *e, uint32_t id);

@@ -21,7 +21,7 @@
  * unreplayable SET (route_pin_writer). The LAST_INSERT_ID() of an insert is
  * learnt first and then replayed where needed (lid_*, below).
  * Prepared statements keep nothing: the next connection has the statement
- * in its cache or prepares it with the EXECUTE (queue_ps_prereqs).
+ * in its cache or prepares it with the EXECUTE (stmt_queue_prereqs).
  */
 static bool may_release(const struct client *c, const struct bconn *b)
 {

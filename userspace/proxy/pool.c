@@ -126,7 +126,7 @@ bool pool_park(struct client *c, struct bconn *b)
 		c->wconn = NULL;
 	if (c->rconn == b)
 		c->rconn = NULL;
-	ps_forget_conn(c, b);
+	stmt_forget_conn(c, b);
 	b->c = NULL;
 	snprintf(b->pool_user, sizeof(b->pool_user), "%s", c->user);
 	b->pool_caps = c->caps;
@@ -156,7 +156,7 @@ bool pool_park(struct client *c, struct bconn *b)
 		b->lid_touched = b->lid_foreign = false; /* the reset sets LAST_INSERT_ID() to 0 */
 		b->pool_has_db = c->db[0] != 0;
 		snprintf(b->schema, sizeof(b->schema), "%s", c->db);
-		bc_clear(b, false); /* the reset closes its prepared statements */
+		stmt_cache_clear(b, false); /* the reset closes its prepared statements */
 		ryw_conn_reset(b);
 		b->tracking_state = false;
 		b->prep_key = NULL;
@@ -333,7 +333,7 @@ static struct bconn *pool_take(struct client *c, const struct topo_backend *be, 
 			uint8_t pkt[260];
 			size_t n = strlen(c->db0);
 			/* cached statements were parsed in another schema */
-			bc_clear(b, true);
+			stmt_cache_clear(b, true);
 			snprintf(b->schema, sizeof(b->schema), "%s", c->db0);
 			pkt[0] = init_db;
 			memcpy(pkt + 1, c->db0, n);

@@ -393,7 +393,7 @@ int route_send_cmd(struct client *c, struct bconn *b)
 	size_t n = buf_used(&c->cmd);
 	/* a FETCH reads the rows of a cursor open on b and needs nothing of
 	 * the session: the history is replayed before the next other command
-	 * (bc_clear_for_state keeps the cursor's statement then) */
+	 * (stmt_cache_clear_for_state keeps the cursor's statement then) */
 	bool fetch = n > 0 && p[0] == COM_STMT_FETCH;
 	uint32_t xid;
 
@@ -408,7 +408,7 @@ int route_send_cmd(struct client *c, struct bconn *b)
 	/* the history changes how the server may parse: the cached statements
 	 * were prepared without it (a clean connection has none replayed) */
 	if (!fetch && b->hist_applied < upto && b->nbst > 0)
-		bc_clear_for_state(c, b);
+		stmt_cache_clear_for_state(c, b);
 	while (!fetch && b->hist_applied < upto) {
 		struct hist *h = &c->hist[b->hist_applied++];
 		if (buf_put_packet(&b->out, 0, h->p, h->n) < 0)
@@ -431,10 +431,11 @@ int route_send_cmd(struct client *c, struct bconn *b)
 	}
 	if (c->cur_ps && p[0] == COM_STMT_EXECUTE) {
 		struct bstmt *e;
-		if (queue_ps_prereqs(c, b, &xid, &e) < 0 || build_execute(c, e, xid, &p, &n) < 0)
+		if (stmt_queue_prereqs(c, b, &xid, &e) < 0 ||
+		    stmt_build_execute(c, e, xid, &p, &n) < 0)
 			return -1;
-	} else if (c->cur_ps && p[0] == COM_STMT_PREPARE && !bc_find(b, c->cur_ps->key)) {
-		bc_make_room(b);
+	} else if (c->cur_ps && p[0] == COM_STMT_PREPARE && !stmt_cache_find(b, c->cur_ps->key)) {
+		stmt_cache_make_room(b);
 	}
 	if (buf_put_packet(&b->out, 0, p, n) < 0)
 		return -1;

@@ -3,7 +3,7 @@
  * each backend connection caches the server-side statements prepared on it
  * (for its present schema and session state, shared by the sessions that take
  * it clean), an EXECUTE uses the cached one or prepares in the same batch
- * (queue_ps_prereqs, build_execute), and a text is closed on the worker's
+ * (stmt_queue_prereqs, stmt_build_execute), and a text is closed on the worker's
  * connections when its last client statement goes (skey_put). Apart from the
  * commands that create and drop them (client.c), so that the caches' rules
  * live in one place.
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct pstmt *ps_find(struct client *c, uint32_t id)
+struct pstmt *stmt_find(struct client *c, uint32_t id)
 {
 	for (struct pstmt *ps = c->stmts; ps; ps = ps->next)
 		if (ps->id == id)
@@ -61,7 +61,7 @@ static struct skey *skey_get(struct worker *w, const char *user, const uint8_t *
 }
 
 /* The cached statement of key k on b, or NULL. */
-struct bstmt *bc_find(struct bconn *b, const struct skey *k)
+struct bstmt *stmt_cache_find(struct bconn *b, const struct skey *k)
 {
 	for (uint32_t i = 0; i < b->nbst; i++)
 		if (b->bst[i].k == k)
@@ -75,7 +75,7 @@ struct bstmt *bc_find(struct bconn *b, const struct skey *k)
  * has no answer: it may follow whatever b->out holds (a command in flight of
  * another session included), and b->internal is not counted up for it.
  */
-static void bc_del(struct bconn *b, uint32_t i, bool send_close)
+static void stmt_cache_del(struct bconn *b, uint32_t i, bool send_close)
 {
 	uint8_t pkt[5] = {COM_STMT_CLOSE};
 
@@ -91,10 +91,10 @@ static void bc_del(struct bconn *b, uint32_t i, bool send_close)
 
 /* Empties b's cache: its schema or session state changes (send_close: the
  * statements are closed on the server), or the server dropped them. */
-void bc_clear(struct bconn *b, bool send_close)
+void stmt_cache_clear(struct bconn *b, bool send_close)
 {
 	while (b->nbst > 0)
-		bc_del(b, b->nbst - 1, send_close);
+		stmt_cache_del(b, b->nbst - 1, send_close);
 	if (!send_close || b->bst_cap > 32) {
 		free(b->bst);
 		b->bst = NULL;
@@ -114,30 +114,30 @@ static bool cursor_open_on(const struct client *c, const struct bconn *b, const 
 /*
  * The session state of b changed (a session statement ran there, or the
  * history was replayed): its cached statements were parsed under the former
- * state and go, as bc_clear does, except those whose cursor the session has
+ * state and go, as stmt_cache_clear does, except those whose cursor the session has
  * open there. A server keeps a cursor across other statements on its
  * connection, so its COM_STMT_FETCH must still find the statement; it is
  * marked stale and prepared again at its next EXECUTE.
  */
-void bc_clear_for_state(const struct client *c, struct bconn *b)
+void stmt_cache_clear_for_state(const struct client *c, struct bconn *b)
 {
 	if (!b->has_cursor || !c) {
-		bc_clear(b, true);
+		stmt_cache_clear(b, true);
 		return;
 	}
 	for (uint32_t i = b->nbst; i-- > 0;) {
 		if (cursor_open_on(c, b, b->bst[i].k))
 			b->bst[i].stale = true;
 		else
-			bc_del(b, i, true);
+			stmt_cache_del(b, i, true);
 	}
 }
 
 /* A PREPARE of k answered on b with this id: cached (an older one of the
  * same key, when the client prepared the text again, is closed). */
-int bc_add(struct bconn *b, struct skey *k, uint32_t xid)
+int stmt_cache_add(struct bconn *b, struct skey *k, uint32_t xid)
 {
-	struct bstmt *e = bc_find(b, k);
+	struct bstmt *e = stmt_cache_find(b, k);
 
 	if (!e) {
 		if (ARRAY_RESERVE(b->bst, b->nbst, b->bst_cap, 8) < 0)
@@ -149,8 +149,8 @@ int bc_add(struct bconn *b, struct skey *k, uint32_t xid)
 		e->stale = false;
 		k->ncached++;
 	} else {
-		bc_del(b, (uint32_t)(e - b->bst), true);
-		return bc_add(b, k, xid);
+		stmt_cache_del(b, (uint32_t)(e - b->bst), true);
+		return stmt_cache_add(b, k, xid);
 	}
 	e->xid = xid;
 	e->used = ++b->w->ps_tick;
@@ -164,24 +164,24 @@ int bc_add(struct bconn *b, struct skey *k, uint32_t xid)
  * one is closed there and forgotten: its next EXECUTE on b prepares it
  * again, lazily, like on any other connection.
  */
-void bc_make_room(struct bconn *b)
+void stmt_cache_make_room(struct bconn *b)
 {
 	while (b->nbst > 0 && b->nbst >= b->w->e->ps_per_conn) {
 		uint32_t lru = 0;
 		for (uint32_t i = 1; i < b->nbst; i++)
 			if (b->bst[i].used < b->bst[lru].used)
 				lru = i;
-		bc_del(b, lru, true);
+		stmt_cache_del(b, lru, true);
 	}
 }
 
-static void bc_drop_key(struct bconn *b, struct skey *k)
+static void stmt_cache_drop_key(struct bconn *b, struct skey *k)
 {
-	struct bstmt *e = b ? bc_find(b, k) : NULL;
+	struct bstmt *e = b ? stmt_cache_find(b, k) : NULL;
 
 	if (!e)
 		return;
-	bc_del(b, (uint32_t)(e - b->bst), true);
+	stmt_cache_del(b, (uint32_t)(e - b->bst), true);
 	bconn_update(b); /* the event loop writes the close */
 }
 
@@ -198,10 +198,10 @@ static void skey_put(struct worker *w, struct skey *k)
 	if (--k->refs > 0)
 		return;
 	for (struct bconn *b = w->pool; b && k->ncached; b = b->pool_next)
-		bc_drop_key(b, k);
+		stmt_cache_drop_key(b, k);
 	for (struct client *c = w->clients; c && k->ncached; c = c->next) {
-		bc_drop_key(c->wconn, k);
-		bc_drop_key(c->rconn, k);
+		stmt_cache_drop_key(c->wconn, k);
+		stmt_cache_drop_key(c->rconn, k);
 	}
 	if (k->ncached)
 		log_warn("proxy: %u connections still cache a closed statement", k->ncached);
@@ -214,14 +214,14 @@ static void skey_put(struct worker *w, struct skey *k)
 }
 
 /* Drops the statement's long data and its memory, and counts it off. */
-void ps_drop_longdata(struct client *c, struct pstmt *ps)
+void stmt_drop_longdata(struct client *c, struct pstmt *ps)
 {
 	c->ld_bytes -= buf_used(&ps->longdata);
 	buf_consume(&ps->longdata, buf_used(&ps->longdata));
 	buf_trim(&ps->longdata);
 }
 
-void ps_free(struct client *c, struct pstmt *ps)
+void stmt_free(struct client *c, struct pstmt *ps)
 {
 	for (struct pstmt **pp = &c->stmts; *pp; pp = &(*pp)->next) {
 		if (*pp == ps) {
@@ -233,14 +233,14 @@ void ps_free(struct client *c, struct pstmt *ps)
 		c->cur_ps = NULL;
 	c->nstmts--;
 	c->ps_bytes -= ps->key->len;
-	ps_drop_longdata(c, ps);
+	stmt_drop_longdata(c, ps);
 	skey_put(c->w, ps->key);
 	free(ps->types);
 	buf_free(&ps->longdata);
 	free(ps);
 }
 
-struct pstmt *ps_new(struct client *c, const uint8_t *sql, size_t len)
+struct pstmt *stmt_new(struct client *c, const uint8_t *sql, size_t len)
 {
 	struct pstmt *ps = calloc(1, sizeof(*ps));
 
@@ -257,7 +257,7 @@ struct pstmt *ps_new(struct client *c, const uint8_t *sql, size_t len)
 }
 
 /* Connection b is going: cursors open there go with it. */
-void ps_forget_conn(struct client *c, const struct bconn *b)
+void stmt_forget_conn(struct client *c, const struct bconn *b)
 {
 	if (!b->has_cursor)
 		return; /* the usual case: no walk of the session's statements */
@@ -295,8 +295,8 @@ static bool types_already_bound(struct bstmt *e, const struct pstmt *ps)
 
 /* Rewrites the client's EXECUTE for connection statement xid (e: its cache
  * entry, NULL when prepared in the same batch). */
-int build_execute(struct client *c, struct bstmt *e, uint32_t xid, const uint8_t **out,
-                  size_t *outlen)
+int stmt_build_execute(struct client *c, struct bstmt *e, uint32_t xid, const uint8_t **out,
+                       size_t *outlen)
 {
 	struct pstmt *ps = c->cur_ps;
 	const uint8_t *p = c->cmd.d + c->cmd.off;
@@ -329,13 +329,13 @@ int build_execute(struct client *c, struct bstmt *e, uint32_t xid, const uint8_t
 /* Queues what an EXECUTE needs before it on this connection: a PREPARE when
  * the statement is not in its cache, and the long data. Sets *xid, and *ep
  * to its cache entry (NULL: prepared in this batch). */
-int queue_ps_prereqs(struct client *c, struct bconn *b, uint32_t *xid, struct bstmt **ep)
+int stmt_queue_prereqs(struct client *c, struct bconn *b, uint32_t *xid, struct bstmt **ep)
 {
 	struct pstmt *ps = c->cur_ps;
-	struct bstmt *e = bc_find(b, ps->key);
+	struct bstmt *e = stmt_cache_find(b, ps->key);
 
 	if (e && e->stale) { /* its cursor ends with this EXECUTE anyway */
-		bc_del(b, (uint32_t)(e - b->bst), true);
+		stmt_cache_del(b, (uint32_t)(e - b->bst), true);
 		e = NULL;
 	}
 	*ep = e;
@@ -344,7 +344,7 @@ int queue_ps_prereqs(struct client *c, struct bconn *b, uint32_t *xid, struct bs
 		e->used = ++c->w->ps_tick;
 	} else {
 		*xid = 0xffffffffu;
-		bc_make_room(b);
+		stmt_cache_make_room(b);
 		/* payload = command byte + SQL */
 		uint8_t *tmp = malloc(ps->key->len + 1);
 		if (!tmp)
