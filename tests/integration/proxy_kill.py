@@ -134,6 +134,19 @@ one(a, "CREATE TABLE IF NOT EXISTS t.k (cid BIGINT)")
 one(a, "INSERT INTO t.k VALUES (CONNECTION_ID())")
 row, _ = one(a, "SELECT COUNT(*) FROM t.k WHERE cid = CONNECTION_ID()")
 check(row[0] == 1, "written by an INSERT, read back by a WHERE")
+# the same type as the server's own CONNECTION_ID() (INT(10) UNSIGNED NOT
+# NULL): a table made from it gets the column a server would make
+with a.cursor() as cur:
+    cur.execute("SELECT CONNECTION_ID()")
+    f = cur._result.fields[0]
+check((f.type_code, f.length, f.flags & 0x21) == (3, 10, 0x21),
+      "its column: type LONG, length 10, NOT NULL and UNSIGNED (%s, %s, %#x)"
+      % (f.type_code, f.length, f.flags))
+one(a, "CREATE TABLE t.cid AS SELECT CONCAT(CONNECTION_ID()) AS c, CONNECTION_ID() AS n")
+row, _ = one(a, "SHOW CREATE TABLE t.cid")
+check("`c` varchar(10)" in row[1] and "`n` int(10) unsigned NOT NULL" in row[1],
+      "CREATE TABLE ... AS SELECT makes the columns a server makes: %s" % row[1].replace("\n", " "))
+one(a, "DROP TABLE t.cid")
 
 # --- KILL QUERY ---------------------------------------------------------------
 b = conn()

@@ -225,6 +225,20 @@ struct scan {
 };
 
 /*
+ * What replaces a CONNECTION_ID() call: an expression of the server's own
+ * type for it, INT(10) UNSIGNED NOT NULL, so that a table made from it gets
+ * the column a server would make; in a KILL, whose parser wants it, the
+ * number alone.
+ */
+static void id_text(char *num, size_t size, uint32_t id, bool in_kill)
+{
+	if (in_kill)
+		snprintf(num, size, "%" PRIu32, id);
+	else
+		snprintf(num, size, "CAST(%010" PRIu32 " AS UNSIGNED)", id);
+}
+
+/*
  * Walks the SQL as the server's lexer would split it (strings, quoted
  * identifiers, comments, executable comments as code), and writes to out
  * (when not NULL) the text with each CONNECTION_ID() call replaced by the
@@ -238,7 +252,7 @@ static int sql_scan(const uint8_t *p, size_t n, uint32_t id, struct buf *out, st
 	/* the token before: ',' or the word SELECT / DISTINCT / ALL (a select
 	 * item may begin), '.' (a qualified name), else 0 */
 	char prev = 0;
-	char num[16];
+	char num[40];
 
 	memset(s, 0, sizeof(*s));
 	while (i < n) {
@@ -333,7 +347,7 @@ static int sql_scan(const uint8_t *p, size_t n, uint32_t id, struct buf *out, st
 						item = true;
 					s->ncalls++;
 					if (out) {
-						snprintf(num, sizeof(num), "%" PRIu32, id);
+						id_text(num, sizeof(num), id, s->kill);
 						if (buf_append(out, p + copied, start - copied) <
 						        0 ||
 						    buf_append(out, num, strlen(num)) < 0)
