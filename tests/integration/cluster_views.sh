@@ -152,6 +152,30 @@ ms=$(wait_until 30 all_steer db1)
 check "both restored: every host steers writes to db1 again" all_steer db1
 measured "every host on db1 again $ms ms after the cuts ended (polling)"
 
+# --- admin commands through etcd: run on one host, applied by every host ------
+be_field() { # host backend field
+	hctl "$1" --json status | json_get "[b['$3'] for b in d['backends'] if b['name']=='$2'][0]"
+}
+all_field() { # backend field value
+	local h
+	for h in $HOSTS; do [ "$(be_field "$h" "$1" "$2")" = "$3" ] || return 1; done
+}
+mark
+check "mysteerctl drain db3 on host$g" hctl "$g" drain db3
+ms=$(wait_until 30 all_field db3 state drained)
+check "every host has db3 drained" all_field db3 state drained
+measured "db3 drained on every host $ms ms after \`drain db3\` on host$g (polling)"
+check "host$lh logs that the drain came from host$g" grep -q "cluster: drain db3 from host host$g (the fleet)" "$T/h$lh/log"
+check "mysteerctl set db3 weight=7 on host$f" hctl "$f" set db3 weight=7
+ms=$(wait_until 30 all_field db3 weight 7)
+check "every host has db3 at weight 7" all_field db3 weight 7
+check "mysteerctl enable db3 on host$lh" hctl "$lh" enable db3
+ms=$(wait_until 30 all_field db3 role reader)
+check "every host has db3 enabled, a reader again" all_field db3 role reader
+measured "db3 a reader again on every host $ms ms after \`enable db3\` on host$lh (polling)"
+ec() { ETCDCTL_API=3 etcdctl --endpoints="$(etcd_endpoints | tr -d ' ')" "$@"; }
+ec get --prefix /mysteer/itest/admin/ | sed 's/^/# /'
+
 # --- etcd's leader member stopped: nothing changes ------------------------------
 no_fence_since() {
 	local h

@@ -573,6 +573,21 @@ static json_object *cmd_set(struct admin *a, json_object *req, const char *name,
 	return commit_change(a);
 }
 
+/* With [cluster], a change an operator made here goes to the whole fleet
+ * (not one that came from it: "fleet": true). */
+static json_object *to_fleet(struct admin *a, const char *cmd, const char *name, json_object *req,
+                             json_object *rep)
+{
+	json_object *ok, *fleet;
+
+	if (a->env.d->fleet_admin && json_object_object_get_ex(rep, ADMIN_KEY_OK, &ok) &&
+	    json_object_get_boolean(ok) &&
+	    !(json_object_object_get_ex(req, "fleet", &fleet) && json_object_get_boolean(fleet)))
+		a->env.d->fleet_admin(a->env.d, cmd, name,
+		                      json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN));
+	return rep;
+}
+
 static json_object *cmd_named(struct admin *a, const char *cmd, json_object *req)
 {
 	char err[512];
@@ -582,7 +597,7 @@ static json_object *cmd_named(struct admin *a, const char *cmd, json_object *req
 	if (strcmp(cmd, ADMIN_CMD_ADD) == 0)
 		return cmd_add(a, req, name, err, sizeof(err));
 	if (strcmp(cmd, ADMIN_CMD_SET) == 0)
-		return cmd_set(a, req, name, err, sizeof(err));
+		return to_fleet(a, cmd, name, req, cmd_set(a, req, name, err, sizeof(err)));
 	if (strcmp(cmd, ADMIN_CMD_REMOVE) == 0) {
 		if (state_remove(a->env.ov, cfg_of(a), name, err, sizeof(err)) < 0)
 			return reply_err(err);
@@ -602,7 +617,7 @@ static json_object *cmd_named(struct admin *a, const char *cmd, json_object *req
 	/* An operator's enable lets a demoted server become the writer again. */
 	if (adm == ADMIN_ENABLED)
 		controller_clear_demoted(a->env.ctl, name);
-	return commit_change(a);
+	return to_fleet(a, cmd, name, req, commit_change(a));
 }
 
 static json_object *cmd_reset(struct admin *a, json_object *req)

@@ -29,7 +29,7 @@
 /* Backends followed per host for the views' logs and metrics. */
 #define MAX_SEEN 64
 
-enum tag { TAG_GRANT = 1, TAG_KEEPALIVE, TAG_CAMPAIGN, TAG_PUBLISH, TAG_READ, TAG_VIEW };
+enum tag { TAG_GRANT = 1, TAG_KEEPALIVE, TAG_CAMPAIGN, TAG_PUBLISH, TAG_READ, TAG_VIEW, TAG_ADMIN };
 
 /* Another host's view (views.h), as its key holds it; j NULL: deleted (kept
  * with the revision of the delete, so that an older read does not bring it
@@ -43,8 +43,9 @@ struct view {
 /* What this host notes of one backend, for logs and metrics. */
 struct seen {
 	char name[TOPO_NAME_MAX];
-	bool held;        /* leader: seen down here, but the fleet does not agree */
-	bool unreachable; /* up for the fleet, down from this host */
+	bool held;            /* leader: seen down here, but the fleet does not agree */
+	bool unreachable;     /* up for the fleet, down from this host */
+	int64_t admin_rev[2]; /* etcd revision of the fleet's admin/ state and set applied */
 };
 
 /* Why writes are fenced; a change of it is logged, not each tick. */
@@ -64,6 +65,7 @@ static struct cl {
 	struct etcd *e;
 	char host_id[64], name[64];
 	char k_prefix[96], k_end[96], k_leader[128], k_topo[128], k_views[128], k_myview[192];
+	char k_admin[128];
 	char *b64_leader, *b64_host;
 	unsigned lease_ms, fence_ms, tick_ms, follower_ms;
 	int interval_set; /* the probe interval given to the controller, -1 none yet */
@@ -344,6 +346,82 @@ static void view_put(void)
 	free(v);
 }
 
+/* ---- admin commands through etcd ---- */
+
+/* An operator's drain, disable, enable or set here: put as
+ * admin/<backend>/state (drain, disable, enable) or admin/<backend>/set, a
+ * key without lease (the fleet keeps it), that every other host runs as if
+ * typed there. */
+static void fleet_admin(struct daemon_ctx *d, const char *cmd, const char *backend,
+                        const char *request)
+{
+	struct json_object *j = json_tokener_parse(request);
+	char key[256], *k = NULL, *v = NULL, *body = NULL;
+	size_t len;
+
+	if (!j || !C.e)
+		goto out;
+	json_object_object_add(j, "by", json_object_new_string(C.host_id));
+	json_object_object_add(j, "time", json_object_new_int64(wall_ms()));
+	snprintf(key, sizeof(key), "%s%s/%s", C.k_admin, backend,
+	         !strcmp(cmd, "set") ? "set" : "state");
+	const char *text = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN);
+	k = etcd_b64(key, strlen(key));
+	v = etcd_b64(text, strlen(text));
+	len = (k ? strlen(k) : 0) + (v ? strlen(v) : 0) + 64;
+	body = malloc(len);
+	if (!k || !v || !body) {
+		log_error("cluster: out of memory sending %s %s to the fleet", cmd, backend);
+		goto out;
+	}
+	snprintf(body, len, "{\"key\":\"%s\",\"value\":\"%s\"}", k, v);
+	if (etcd_request(C.e, TAG_ADMIN, "/v3/kv/put", body) < 0)
+		log_error("cluster: out of memory sending %s %s to the fleet", cmd, backend);
+	else
+		log_info("cluster: %s %s sent to the fleet (%s)", cmd, backend, key);
+out:
+	json_object_put(j);
+	free(k);
+	free(v);
+	free(body);
+}
+
+/* admin/<backend>/<state|set> as of etcd revision rev: run here unless this
+ * host sent it (already done) or it is older than what was run. */
+static void admin_key(const char *rest, const char *value, int64_t rev)
+{
+	char backend[TOPO_NAME_MAX];
+	const char *slash = strchr(rest, '/'), *cmd, *by;
+	struct json_object *j = NULL;
+	struct seen *s;
+	int kind;
+
+	if (!value || !slash || (size_t)(slash - rest) >= sizeof(backend))
+		return;
+	snprintf(backend, sizeof(backend), "%.*s", (int)(slash - rest), rest);
+	kind = !strcmp(slash + 1, "set");
+	if (!(s = seen_of(backend)) || rev <= s->admin_rev[kind])
+		return;
+	s->admin_rev[kind] = rev;
+	j = json_tokener_parse(value);
+	cmd = jstr(j, "cmd");
+	by = jstr(j, "by");
+	if (!cmd || !jstr(j, "name") || strcmp(jstr(j, "name"), backend) != 0) {
+		log_warn("cluster: %s%s: not an admin command (ignored)", C.k_admin, rest);
+		goto out;
+	}
+	if (by && !strcmp(by, C.host_id))
+		goto out;
+	log_info("cluster: %s %s from host %s (the fleet)", cmd, backend, by ? by : "?");
+	json_object_object_del(j, "by");
+	json_object_object_del(j, "time");
+	json_object_object_add(j, "fleet", json_object_new_boolean(1));
+	if (C.d->admin_run)
+		C.d->admin_run(C.d, json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
+out:
+	json_object_put(j);
+}
+
 /* ---- fencing ---- */
 
 static void fence_eval(void)
@@ -599,9 +677,9 @@ static void leader_at(const char *who, int64_t rev)
 	set_leader(who);
 }
 
-/* One key as the watch or a read shows it as of etcd revision rev; value
- * NULL: deleted. */
-static void on_key(const char *key, const char *value, int64_t rev)
+/* One key as the watch or a read shows it as of etcd revision rev (mod:
+ * the revision the key was last written at); value NULL: deleted. */
+static void on_key(const char *key, const char *value, int64_t rev, int64_t mod)
 {
 	if (!strcmp(key, C.k_leader))
 		leader_at(value ? value : "", rev);
@@ -610,6 +688,8 @@ static void on_key(const char *key, const char *value, int64_t rev)
 	else if (!strncmp(key, C.k_views, strlen(C.k_views)) && strcmp(key, C.k_myview) != 0 &&
 	         key[strlen(C.k_views)])
 		view_set(key + strlen(C.k_views), value, rev);
+	else if (!strncmp(key, C.k_admin, strlen(C.k_admin)))
+		admin_key(key + strlen(C.k_admin), value, mod);
 }
 
 static int64_t rev_of(struct json_object *o, const char *key)
@@ -641,10 +721,10 @@ static void on_kv(struct json_object *kv, bool deleted, int64_t rev)
 		if (v)
 			log_warn("cluster: %s: value too large or not base64 (ignored)", key);
 		else
-			on_key(key, "", rev); /* an empty value is not sent */
+			on_key(key, "", rev, rev_of(kv, "mod_revision")); /* empty: not sent */
 		return;
 	}
-	on_key(key, deleted ? NULL : value, rev);
+	on_key(key, deleted ? NULL : value, rev, rev_of(kv, "mod_revision"));
 }
 
 /* ---- requests ---- */
@@ -906,6 +986,12 @@ static void on_reply(const struct etcd_reply *r)
 			C.want = NULL;
 		}
 		break;
+	case TAG_ADMIN:
+		if (!r->ok) {
+			log_warn("cluster: an admin command did not reach the fleet: %s", r->error);
+			etcd_failed(r);
+		}
+		break;
 	case TAG_VIEW:
 		C.viewing = false;
 		if (!r->ok) {
@@ -1047,6 +1133,7 @@ static int cl_start(struct daemon_ctx *d, char *err, size_t errlen)
 	snprintf(C.k_topo, sizeof(C.k_topo), "%stopology", C.k_prefix);
 	snprintf(C.k_views, sizeof(C.k_views), "%sviews/", C.k_prefix);
 	snprintf(C.k_myview, sizeof(C.k_myview), "%s%s", C.k_views, C.host_id);
+	snprintf(C.k_admin, sizeof(C.k_admin), "%sadmin/", C.k_prefix);
 	C.follower_ms = (unsigned)cfg->cluster_follower_interval_ms;
 	C.interval_set = -1;
 	C.lease_ms = (unsigned)cfg->cluster_lease_ms;
@@ -1082,6 +1169,7 @@ static int cl_start(struct daemon_ctx *d, char *err, size_t errlen)
 	}
 	controller_set_filter(C.ctl, filter, NULL);
 	controller_set_vote(C.ctl, vote, NULL);
+	d->fleet_admin = fleet_admin;
 	register_metrics();
 	log_info("cluster: %s as host %s, etcd %s%s%s, lease %u ms, fence after %u ms; writes "
 	         "fenced until etcd answers",
@@ -1098,6 +1186,7 @@ static void cl_stop(struct daemon_ctx *d, bool keep)
 {
 	if (!C.on)
 		return;
+	d->fleet_admin = NULL;
 	if (C.ctl) {
 		controller_set_filter(C.ctl, NULL, NULL);
 		controller_set_vote(C.ctl, NULL, NULL);

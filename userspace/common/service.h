@@ -24,6 +24,15 @@ struct daemon_ctx {
 	 * (connect-failure feedback). */
 	void (*request_probe)(struct daemon_ctx *d, uint32_t backend_id);
 	void *controller; /* owned by the controller */
+	/* Runs an admin request (JSON, as mysteerctl sends it) on the loop
+	 * thread, as if typed here; its answer is logged when an error. For
+	 * cluster/: a command from another host of the fleet. */
+	void (*admin_run)(struct daemon_ctx *d, const char *request);
+	/* With [cluster] (set by cluster/ while it runs, else NULL): an
+	 * operator's drain, disable, enable or set of backend, done here, for
+	 * the whole fleet. request: the admin request as received. */
+	void (*fleet_admin)(struct daemon_ctx *d, const char *cmd, const char *backend,
+	                    const char *request);
 };
 
 struct backend_counters {

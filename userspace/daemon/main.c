@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <json-c/json.h>
 #include <limits.h>
 #include <mysql.h>
 #include <signal.h>
@@ -99,6 +100,21 @@ static void id_reused(uint32_t id, void *arg)
 static void request_probe(struct daemon_ctx *d, uint32_t backend_id)
 {
 	controller_request_probe_async(d->controller, backend_id);
+}
+
+static void admin_run(struct daemon_ctx *d, const char *request)
+{
+	struct daemon *dm = (struct daemon *)d; /* ctx is its first member */
+	struct json_object *rep, *ok, *err;
+
+	if (!dm->admin)
+		return;
+	rep = admin_handle(dm->admin, request);
+	if (rep && json_object_object_get_ex(rep, "ok", &ok) && !json_object_get_boolean(ok))
+		log_warn("%s: %s", request,
+		         json_object_object_get_ex(rep, "error", &err) ? json_object_get_string(err)
+		                                                       : "refused");
+	json_object_put(rep);
 }
 
 /* /ready: every started part can do its job and a writer is known. */
@@ -392,6 +408,7 @@ static int run(struct daemon *dm, bool foreground)
 	}
 	dm->ctx.controller = dm->ctl;
 	dm->ctx.request_probe = request_probe;
+	dm->ctx.admin_run = admin_run;
 	controller_set_id_hooks(dm->ctl, &(struct controller_id_hooks){
 	                                     .busy = id_busy, .reused = id_reused, .arg = dm});
 	controller_set_persist(dm->ctl, persist, dm);
