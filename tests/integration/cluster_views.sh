@@ -164,15 +164,20 @@ mark
 check "mysteerctl drain db3 on host$g" hctl "$g" drain db3
 ms=$(wait_until 30 all_field db3 state drained)
 check "every host has db3 drained" all_field db3 state drained
-measured "db3 drained on every host $ms ms after \`drain db3\` on host$g (polling)"
+for h in $HOSTS; do
+	[ "$h" = "$g" ] || measured "host$h ran the drain $(since_mark "$h" 'cluster: drain db3 from host') ms after \`drain db3\` on host$g (its log; every host drained by polling after $ms ms)"
+done
 check "host$lh logs that the drain came from host$g" grep -q "cluster: drain db3 from host host$g (the fleet)" "$T/h$lh/log"
 check "mysteerctl set db3 weight=7 on host$f" hctl "$f" set db3 weight=7
 ms=$(wait_until 30 all_field db3 weight 7)
 check "every host has db3 at weight 7" all_field db3 weight 7
+mark
 check "mysteerctl enable db3 on host$lh" hctl "$lh" enable db3
 ms=$(wait_until 30 all_field db3 role reader)
 check "every host has db3 enabled, a reader again" all_field db3 role reader
-measured "db3 a reader again on every host $ms ms after \`enable db3\` on host$lh (polling)"
+for h in $HOSTS; do
+	[ "$h" = "$lh" ] || measured "host$h ran the enable $(since_mark "$h" 'cluster: enable db3 from host') ms after \`enable db3\` on host$lh (its log; every host with db3 a reader by polling after $ms ms)"
+done
 ec() { ETCDCTL_API=3 etcdctl --endpoints="$(etcd_endpoints | tr -d ' ')" "$@"; }
 ec get --prefix /mysteer/itest/admin/ | sed 's/^/# /'
 
