@@ -170,6 +170,17 @@ static __always_inline struct ms_counters *ms_counters_get(__u32 backend_id)
 	return bpf_map_lookup_elem(&counters, &backend_id);
 }
 
+/* The figures of one (backend, route, path), NULL when out of range. */
+static __always_inline struct ms_path_counters *ms_path_counters_get(__u32 backend_id,
+                                                                     __u32 route_id, __u32 path)
+{
+	struct ms_counters *c = ms_counters_get(backend_id);
+
+	if (!c || route_id >= MS_ROUTE_SLOTS || path >= MS_PATHS)
+		return NULL;
+	return &c->by[route_id][path];
+}
+
 /* Weighted random over cum_weight[]. */
 static __always_inline __u32 ms_pick_random(const struct ms_route *rt, __u32 n)
 {
@@ -272,10 +283,10 @@ static __always_inline struct ms_handoff_mark *handoff_of(struct sock_common *sk
  * Whether close-on-demote closes this socket: a client socket connect4/6
  * steered (sk_mark), or the server's side of a connection sk_lookup handed
  * over (handoff_mark), whose (backend, route) is in mask (per backend, a bit
- * a route id). *backend: its backend id.
+ * a route id). *backend, *route, *path: its backend id, route id and path.
  */
 static __always_inline bool ms_close_match(struct sock_common *skc, const __u32 *mask,
-                                           __u32 *backend)
+                                           __u32 *backend, __u32 *route, __u32 *path)
 {
 	struct ms_handoff_mark *h;
 	struct ms_sk_mark *mark;
@@ -293,18 +304,21 @@ static __always_inline bool ms_close_match(struct sock_common *skc, const __u32 
 	if (mark && (mark->flags & MS_SK_STEERED)) {
 		be = mark->backend_id;
 		rt = mark->route_id;
+		*path = MS_PATH_CONNECT;
 	} else {
 		h = handoff_of(skc);
 		if (!h)
 			return false;
 		be = h->backend_id;
 		rt = h->route_id;
+		*path = MS_PATH_LOOKUP;
 	}
 	if (be >= MS_MAX_BACKENDS || rt >= 32)
 		return false;
 	if (!(mask[be] & (1u << rt)))
 		return false;
 	*backend = be;
+	*route = rt;
 	return true;
 }
 

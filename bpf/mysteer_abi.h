@@ -20,7 +20,7 @@
 #include <linux/types.h>
 #endif
 
-#define MS_ABI_VERSION 2
+#define MS_ABI_VERSION 3 /* 3: counters by route and path */
 
 #define MS_MAX_BACKENDS 256
 #define MS_MAX_ROUTES   8 /* routes a config may have */
@@ -150,13 +150,31 @@ struct ms_route {
  * programs read, once per run, for every lookup. The publisher fills the
  * next one, then sets this. */
 
-/* counters: array indexed by backend id; programs add with
- * __sync_fetch_and_add, userspace reads them. Not reset on republish. */
-struct ms_counters {
+/* The kernel paths a connection is steered by (counters, close records). */
+#define MS_PATH_CONNECT 0 /* cgroup connect4/6 rewrote the client's connect */
+#define MS_PATH_LOOKUP  1 /* sk_lookup handed it to the backend's own listener */
+#define MS_PATH_RELAY   2 /* sk_lookup gave it to mysteerd's relay listener */
+#define MS_PATHS        3
+
+/* One (backend, route, path)'s figures. active and connect_failures are
+ * counted for MS_PATH_CONNECT only (sockops follows the client's socket);
+ * closed_on_demote for MS_PATH_CONNECT and MS_PATH_LOOKUP (the relay closes
+ * its own pairs). */
+struct ms_path_counters {
 	__u64 steered;
 	__u64 active;
 	__u64 connect_failures;
 	__u64 closed_on_demote;
+};
+
+/* counters: array indexed by backend id; programs add with
+ * __sync_fetch_and_add, userspace reads them. Not reset on republish.
+ * by[route id][path]; active is the backend's total over them, which
+ * least_conn reads in one lookup. */
+struct ms_counters {
+	__u64 active;
+	__u64 pad;
+	struct ms_path_counters by[MS_ROUTE_SLOTS][MS_PATHS];
 };
 
 /* steer_events: ring buffer of these. */
@@ -218,6 +236,8 @@ struct ms_close_rec {
 	__u16 rport;  /* network order */
 	__u16 pad;
 	__u32 backend_id;
+	__u16 route_id;
+	__u16 path; /* MS_PATH_CONNECT or MS_PATH_LOOKUP */
 	__u8 laddr[16];
 	__u8 raddr[16];
 };

@@ -52,7 +52,7 @@ static __always_inline int ms_steer(struct bpf_sock_addr *ctx, struct ms_service
                                     int want_v6, struct ms_endpoint *dst)
 {
 	struct ms_sk_mark *mark;
-	struct ms_counters *c;
+	struct ms_path_counters *c;
 	struct ms_route *rt;
 	struct ms_cfg *cfg;
 	__u32 gen, route_id = 0, be_id, flags = MS_SK_STEERED;
@@ -101,7 +101,7 @@ static __always_inline int ms_steer(struct bpf_sock_addr *ctx, struct ms_service
 		__builtin_memcpy(mark->vip.addr, key->addr, sizeof(mark->vip.addr));
 	}
 	if (flags == MS_SK_STEERED) {
-		c = ms_counters_get(be_id);
+		c = ms_path_counters_get(be_id, route_id, MS_PATH_CONNECT);
 		if (c)
 			__sync_fetch_and_add(&c->steered, 1);
 	}

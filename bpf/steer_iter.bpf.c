@@ -23,15 +23,15 @@ SEC("iter/tcp")
 int ms_close_iter(struct bpf_iter__tcp *ctx)
 {
 	struct sock_common *skc = ctx->sk_common;
-	struct ms_counters *c;
-	__u32 be;
+	struct ms_path_counters *c;
+	__u32 be, route, path;
 
-	if (!skc || !ms_close_match(skc, close_mask, &be))
+	if (!skc || !ms_close_match(skc, close_mask, &be, &route, &path))
 		return 0;
 	if (bpf_sock_destroy(skc))
 		return 0;
 	closed++;
-	c = ms_counters_get(be);
+	c = ms_path_counters_get(be, route, path);
 	if (c)
 		__sync_fetch_and_add(&c->closed_on_demote, 1);
 	return 0;

@@ -17,11 +17,13 @@ int ms_list_iter(struct bpf_iter__tcp *ctx)
 {
 	struct sock_common *skc = ctx->sk_common;
 	struct ms_close_rec rec = {};
-	__u32 be;
+	__u32 be, route, path;
 
-	if (!skc || !ms_close_match(skc, close_mask, &be))
+	if (!skc || !ms_close_match(skc, close_mask, &be, &route, &path))
 		return 0;
 	rec.backend_id = be;
+	rec.route_id = (__u16)route;
+	rec.path = (__u16)path;
 	rec.family = skc->skc_family;
 	rec.lport = bpf_htons(skc->skc_num);
 	rec.rport = skc->skc_dport;

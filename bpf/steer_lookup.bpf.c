@@ -42,19 +42,29 @@ static __always_inline int assign_slot(struct bpf_sk_lookup *ctx, __u32 slot, __
 	return assign_from(ctx, &steer_sockmap, slot, port);
 }
 
+/* Whether the socket given (its local port lport) is the backend's own
+ * listener: it listens on the backend's port (a relay listener has an
+ * ephemeral port). */
+static __always_inline bool is_handoff(__u32 be, __u32 lport)
+{
+	struct ms_backend *b = NULL;
+
+	if (be < MS_MAX_BACKENDS)
+		b = bpf_map_lookup_elem(&backends, &be);
+	return b && lport == bpf_ntohs(b->ep.port);
+}
+
 /*
  * Remembers which backend and route a connection handed to a server's own
- * listener belongs to (handoff_mark), for close-on-demote: the listener is
- * the server's when it listens on the backend's port (a relay listener has
- * an ephemeral port; the relay closes its own pairs). Otherwise an entry a
- * former connection of this tuple left goes.
+ * listener belongs to (handoff_mark), for close-on-demote (the relay closes
+ * its own pairs). Otherwise (handoff false) an entry a former connection of
+ * this tuple left goes.
  */
 static __always_inline void mark_handoff(struct bpf_sk_lookup *ctx, struct ms_service_key *svc,
-                                         __u32 be, __u32 route_id, __u32 lport)
+                                         __u32 be, __u32 route_id, bool handoff)
 {
 	struct ms_handoff_mark m = {.backend_id = be, .route_id = route_id};
 	struct ms_conn_key k = {};
-	struct ms_backend *b = NULL;
 
 	k.family = svc->family;
 	k.lport = svc->port;
@@ -73,9 +83,7 @@ static __always_inline void mark_handoff(struct bpf_sk_lookup *ctx, struct ms_se
 
 		__builtin_memcpy(k.raddr, &ip4, 4);
 	}
-	if (be < MS_MAX_BACKENDS)
-		b = bpf_map_lookup_elem(&backends, &be);
-	if (b && lport == bpf_ntohs(b->ep.port))
+	if (handoff)
 		bpf_map_update_elem(&handoff_mark, &k, &m, BPF_ANY);
 	else
 		bpf_map_delete_elem(&handoff_mark, &k);
@@ -86,9 +94,10 @@ int ms_sk_lookup(struct bpf_sk_lookup *ctx)
 {
 	struct ms_service_key key = {};
 	struct ms_route *rt;
-	struct ms_counters *c;
+	struct ms_path_counters *c;
 	struct ms_cfg *cfg;
 	__u32 gen, be, route_id = 0, lport = 0;
+	bool handoff;
 
 	if (ctx->protocol != IPPROTO_TCP_)
 		return SK_PASS;
@@ -122,16 +131,17 @@ int ms_sk_lookup(struct bpf_sk_lookup *ctx)
 
 	be = ms_pick_backend(rt, cfg);
 	if (be < MS_MAX_BACKENDS && assign_slot(ctx, be, &lport) == 0) {
-		c = ms_counters_get(be);
+		handoff = is_handoff(be, lport);
+		c = ms_path_counters_get(be, route_id, handoff ? MS_PATH_LOOKUP : MS_PATH_RELAY);
 		if (c)
 			__sync_fetch_and_add(&c->steered, 1);
-		mark_handoff(ctx, &key, be, route_id, lport);
+		mark_handoff(ctx, &key, be, route_id, handoff);
 		return SK_PASS;
 	}
 	/* No target, or its socket is missing (a local server restarting):
 	 * the error listener answers with a MySQL error naming the reason
 	 * rather than leaving the client to a reset. */
-	mark_handoff(ctx, &key, MS_NO_BACKEND, route_id, 0);
+	mark_handoff(ctx, &key, MS_NO_BACKEND, route_id, false);
 	assign_slot(ctx, MS_SOCKMAP_ERR(route_id), &lport);
 	return SK_PASS;
 }

@@ -17,7 +17,8 @@ char LICENSE[] SEC("license") = "GPL";
 
 static __always_inline void ms_report_failure(struct ms_sk_mark *mark, __u32 old_state)
 {
-	struct ms_counters *c = ms_counters_get(mark->backend_id);
+	struct ms_path_counters *c =
+	    ms_path_counters_get(mark->backend_id, mark->route_id, MS_PATH_CONNECT);
 	struct ms_event *ev;
 
 	if (c)
@@ -36,6 +37,7 @@ static __always_inline void ms_report_failure(struct ms_sk_mark *mark, __u32 old
 static __always_inline void ms_state_change(struct ms_sk_mark *mark, __u32 old_state,
                                             __u32 new_state)
 {
+	struct ms_path_counters *pc;
 	struct ms_counters *c;
 
 	if (new_state != MS_TCP_CLOSE)
@@ -45,6 +47,9 @@ static __always_inline void ms_state_change(struct ms_sk_mark *mark, __u32 old_s
 		c = ms_counters_get(mark->backend_id);
 		if (c)
 			__sync_fetch_and_sub(&c->active, 1);
+		pc = ms_path_counters_get(mark->backend_id, mark->route_id, MS_PATH_CONNECT);
+		if (pc)
+			__sync_fetch_and_sub(&pc->active, 1);
 		return;
 	}
 	if (old_state == MS_TCP_SYN_SENT && !(mark->flags & MS_SK_FAILED)) {
@@ -57,6 +62,7 @@ SEC("sockops")
 int ms_sockops(struct bpf_sock_ops *skops)
 {
 	struct ms_sk_mark *mark;
+	struct ms_path_counters *pc;
 	struct ms_counters *c;
 	struct ms_cfg *cfg;
 	struct bpf_sock *sk;
@@ -92,6 +98,9 @@ int ms_sockops(struct bpf_sock_ops *skops)
 		c = ms_counters_get(mark->backend_id);
 		if (c)
 			__sync_fetch_and_add(&c->active, 1);
+		pc = ms_path_counters_get(mark->backend_id, mark->route_id, MS_PATH_CONNECT);
+		if (pc)
+			__sync_fetch_and_add(&pc->active, 1);
 		break;
 	case BPF_SOCK_OPS_STATE_CB:
 		ms_state_change(mark, skops->args[0], skops->args[1]);

@@ -4,7 +4,8 @@
 # writer is known), /metrics passes `promtool check metrics` and carries the
 # same figures as `mysteerctl status --json`; a Prometheus started on a free
 # loopback port of the test's netns scrapes every second while traffic flows
-# through the kernel paths (cgroup connect, sk_lookup handoff, the relay) and
+# through the kernel paths (cgroup connect, sk_lookup handoff, the relay:
+# each one's series by backend, route and path present and rising) and
 # the 6450 proxy, and its HTTP API shows the series that must exist and
 # rates that are not zero. A bad metrics_listen and a taken port are one-line
 # errors. Runs in its own namespaces (lib.sh).
@@ -71,6 +72,11 @@ check "/ready: 200 again with db1 back (${ms} ms)" test "$(http_code /ready)" = 
 # A login through 6450 and one with a wrong password: accepted twice, one refused.
 mariadb --no-defaults -h127.0.0.1 -P6450 -uapp -papp -N -B -e 'SELECT 1' >/dev/null 2>&1
 mariadb --no-defaults -h127.0.0.1 -P6450 -uapp -pwrong -N -B -e 'SELECT 1' >/dev/null 2>&1
+# One connection to the writer route through each kernel path of this config:
+# cgroup connect (a client in the steered cgroup), sk_lookup handoff (one
+# outside it, to the VIP; db1 is local).
+ctl exec -- mariadb --no-defaults -h 127.0.0.1 -P 6446 -u app -papp -N -B -e 'SELECT 1' >/dev/null 2>&1
+sql 6446 'SELECT 1' >/dev/null 2>&1
 curl -s --max-time 10 "http://$M/metrics" >"$T/metrics.txt"
 accepted=$(awk '$1 == "mysteer_proxy_client_connections_total" {print $2}' "$T/metrics.txt")
 check "mysteer_proxy_client_connections_total counts both logins ($accepted)" [ "${accepted:-0}" -ge 2 ]
@@ -93,7 +99,11 @@ for series in 'mysteer_backend_state{backend="db1",state="up"} 1' \
 	'mysteer_build_info{version=' \
 	'process_cpu_seconds_total' \
 	'process_open_fds' \
-	'mysteer_kernel_steered_connections_total{backend="db1"}' \
+	'mysteer_kernel_steered_connections_total{backend="db1",route="rw",path="connect"} 1' \
+	'mysteer_kernel_steered_connections_total{backend="db1",route="rw",path="lookup"} 1' \
+	'mysteer_kernel_active_connections{backend="db1",route="rw",path="connect"} 0' \
+	'mysteer_kernel_connect_failures_total{backend="db1",route="rw",path="connect"} 0' \
+	'mysteer_kernel_closed_on_demote_total{backend="db1",route="rw",path="lookup"} 0' \
 	'mysteer_relay_bytes_total{direction="to_client"}' \
 	'mysteer_pool_opened_total{backend="db1"}' \
 	'mysteer_proxy_client_connections'; do
@@ -164,7 +174,8 @@ itest_bg traffic 120
 TRAFFIC=$!
 sleep 3
 for q in 'sum(rate(mysteer_kernel_steered_connections_total[20s]))' \
-	'rate(mysteer_kernel_steered_connections_total{backend="db1"}[20s])' \
+	'sum(rate(mysteer_kernel_steered_connections_total{backend="db1",route="rw",path="lookup"}[20s]))' \
+	'sum(rate(mysteer_kernel_steered_connections_total{route="ro",path="connect"}[20s]))' \
 	'rate(process_cpu_seconds_total[20s])' \
 	'rate(mysteer_proxy_statements_total{decision="read"}[20s])' \
 	'sum(rate(mysteer_proxy_backend_statements_total[20s]))' \
@@ -217,6 +228,7 @@ itest_bg relay_traffic
 TRAFFIC=$!
 sleep 3
 for q in 'rate(mysteer_relay_connections_total[20s])' \
+	'sum(rate(mysteer_kernel_steered_connections_total{route="ro",path="relay"}[20s]))' \
 	'rate(mysteer_relay_bytes_total{direction="to_client"}[20s])' \
 	'rate(mysteer_relay_bytes_total{direction="to_backend"}[20s])'; do
 	ms=$(wait_until 20 prom_pos "$q")

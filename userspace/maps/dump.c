@@ -3,6 +3,7 @@
  * so it works with the daemon down (what a SIGKILLed daemon left steering).
  */
 #include "maps/dump.h"
+#include "maps/maps.h"
 
 #include "mysteer_abi.h"
 
@@ -79,6 +80,32 @@ static json_object *dump_cfg(const struct dump_fds *f, uint32_t gen)
 	return o;
 }
 
+/* The (route id, path) entries of a backend's counters that are not zero. */
+static json_object *by_route_json(const struct ms_counters *c)
+{
+	json_object *a = json_object_new_array();
+
+	for (int r = 0; r < MS_ROUTE_SLOTS; r++)
+		for (int p = 0; p < MS_PATHS; p++) {
+			const struct ms_path_counters *v = &c->by[r][p];
+			if (!v->steered && !v->active && !v->connect_failures &&
+			    !v->closed_on_demote)
+				continue;
+			json_object *o = json_object_new_object();
+			json_object_object_add(o, "route_id", json_object_new_int(r));
+			json_object_object_add(o, "path",
+			                       json_object_new_string(maps_path_name((unsigned)p)));
+			json_object_object_add(o, "steered", json_object_new_uint64(v->steered));
+			json_object_object_add(o, "active", json_object_new_uint64(v->active));
+			json_object_object_add(o, "connect_failures",
+			                       json_object_new_uint64(v->connect_failures));
+			json_object_object_add(o, "closed_on_demote",
+			                       json_object_new_uint64(v->closed_on_demote));
+			json_object_array_add(a, o);
+		}
+	return a;
+}
+
 static json_object *dump_backends(const struct dump_fds *f)
 {
 	json_object *a = json_object_new_array();
@@ -86,22 +113,26 @@ static json_object *dump_backends(const struct dump_fds *f)
 
 	for (__u32 id = 0; id < MS_MAX_BACKENDS; id++) {
 		struct ms_backend b;
-		struct ms_counters c = {0};
+		struct ms_counters c;
+		memset(&c, 0, sizeof(c));
 		if (bpf_map_lookup_elem(f->backends, &id, &b) || !(b.flags & MS_BE_PRESENT))
 			continue;
-		bpf_map_lookup_elem(f->counters, &id, &c);
+		if (bpf_map_lookup_elem(f->counters, &id, &c))
+			memset(&c, 0, sizeof(c));
+		struct ms_path_counters t = maps_counters_total(&c);
 		json_object *o = json_object_new_object();
 		json_object_object_add(o, "id", json_object_new_int((int)id));
 		json_object_object_add(o, "address",
 		                       json_object_new_string(ep_str(&b.ep, buf, sizeof(buf))));
 		json_object_object_add(o, "flags", flags_json(b.flags, be_flag_names, 6));
 		json_object_object_add(o, "weight", json_object_new_int((int)b.weight));
-		json_object_object_add(o, "steered", json_object_new_uint64(c.steered));
-		json_object_object_add(o, "active", json_object_new_uint64(c.active));
+		json_object_object_add(o, "steered", json_object_new_uint64(t.steered));
+		json_object_object_add(o, "active", json_object_new_uint64(t.active));
 		json_object_object_add(o, "connect_failures",
-		                       json_object_new_uint64(c.connect_failures));
+		                       json_object_new_uint64(t.connect_failures));
 		json_object_object_add(o, "closed_on_demote",
-		                       json_object_new_uint64(c.closed_on_demote));
+		                       json_object_new_uint64(t.closed_on_demote));
+		json_object_object_add(o, "by_route", by_route_json(&c));
 		json_object_array_add(a, o);
 	}
 	return a;

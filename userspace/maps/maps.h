@@ -27,6 +27,28 @@ struct maps_service_entry {
 	struct ms_service val;
 };
 
+/* The label of a kernel path (MS_PATH_*), as the metrics and the dump name it. */
+static inline const char *maps_path_name(unsigned path)
+{
+	static const char *const names[MS_PATHS] = {"connect", "lookup", "relay"};
+
+	return path < MS_PATHS ? names[path] : "?";
+}
+
+/* A backend's counters over every route and path (active: c->active). */
+static inline struct ms_path_counters maps_counters_total(const struct ms_counters *c)
+{
+	struct ms_path_counters t = {.active = c->active};
+
+	for (int r = 0; r < MS_ROUTE_SLOTS; r++)
+		for (int p = 0; p < MS_PATHS; p++) {
+			t.steered += c->by[r][p].steered;
+			t.connect_failures += c->by[r][p].connect_failures;
+			t.closed_on_demote += c->by[r][p].closed_on_demote;
+		}
+	return t;
+}
+
 /* Everything one generation of the maps holds. */
 struct maps_image {
 	struct ms_backend backends[MS_MAX_BACKENDS];

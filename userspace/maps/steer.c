@@ -118,7 +118,7 @@ struct steer {
 	/* closes by sock_diag, by backend id (__atomic): the kernel counts the
 	 * kfunc's own in the counters map, which userspace cannot add to
 	 * without racing the kernel's adds to the other fields */
-	uint64_t diag_closed[MS_MAX_BACKENDS];
+	uint64_t diag_closed[MS_MAX_BACKENDS][MS_ROUTE_SLOTS][MS_PATHS];
 	int counters_fd;
 	maps_demote_fn demote_fn; /* the relay's close of its pairs */
 	void *demote_arg;
@@ -853,9 +853,11 @@ static void close_by_sockdiag(const uint32_t mask[MS_MAX_BACKENDS])
 			                          r->raddr, r->rport);
 			if (rc == 0 || rc == -ENOENT) {
 				closed += rc == 0; /* ENOENT: it closed meanwhile */
-				if (rc == 0 && r->backend_id < MS_MAX_BACKENDS)
-					__atomic_add_fetch(&S.diag_closed[r->backend_id], 1,
-					                   __ATOMIC_RELAXED);
+				if (rc == 0 && r->backend_id < MS_MAX_BACKENDS &&
+				    r->route_id < MS_ROUTE_SLOTS && r->path < MS_PATHS)
+					__atomic_add_fetch(
+					    &S.diag_closed[r->backend_id][r->route_id][r->path], 1,
+					    __ATOMIC_RELAXED);
 			} else {
 				failed++;
 				err = -rc;
@@ -1358,23 +1360,27 @@ static void steer_reload(struct daemon_ctx *d, const struct config *cfg)
 static void steer_counters(uint32_t backend_id, struct backend_counters *c)
 {
 	struct ms_counters v;
+	struct ms_path_counters t;
 	int fd = S.counters_fd;
 
 	if (fd < 0 || backend_id >= MS_MAX_BACKENDS || bpf_map_lookup_elem(fd, &backend_id, &v))
 		return;
-	c->active += v.active;
-	c->steered += v.steered;
-	c->connect_failures += v.connect_failures;
-	c->open += v.active;
+	t = maps_counters_total(&v);
+	c->active += t.active;
+	c->steered += t.steered;
+	c->connect_failures += t.connect_failures;
+	c->open += t.active;
 }
 
 static void steer_counters_reset(uint32_t backend_id)
 {
-	const struct ms_counters zero = {0};
+	static const struct ms_counters zero;
 
 	if (S.counters_fd < 0 || backend_id >= MS_MAX_BACKENDS)
 		return;
-	__atomic_store_n(&S.diag_closed[backend_id], 0, __ATOMIC_RELAXED);
+	for (int r = 0; r < MS_ROUTE_SLOTS; r++)
+		for (int p = 0; p < MS_PATHS; p++)
+			__atomic_store_n(&S.diag_closed[backend_id][r][p], 0, __ATOMIC_RELAXED);
 	if (bpf_map_update_elem(S.counters_fd, &backend_id, &zero, BPF_ANY))
 		log_warn("steer: cannot clear the counters of backend id %u: %s", backend_id,
 		         strerror(errno));
@@ -1426,7 +1432,7 @@ static void steer_prior_ids(struct topo_prior_ids *p)
 			sockaddr_from_ep(&img->backends[id].ep, &p->addr[id], &p->addrlen[id]);
 		}
 		if (S.counters_fd >= 0 && !bpf_map_lookup_elem(S.counters_fd, &id, &c) &&
-		    (c.active || c.steered))
+		    (c.active || maps_counters_total(&c).steered))
 			p->held[id] = true;
 	}
 	for (int r = 0; r < MS_ROUTE_SLOTS; r++) {
@@ -1439,49 +1445,79 @@ static void steer_prior_ids(struct topo_prior_ids *p)
 }
 
 /* The kernel paths' figures, read from the counters map at each render (on
- * the loop thread, as every render). */
+ * the loop thread, as every render, and as the publisher that names the
+ * route ids). A (backend, route, path) has series once it counted anything:
+ * each path serves only some routes and backends (connect: the cgroup's
+ * clients; lookup: local servers; relay: remote ones). */
 static struct {
 	struct metric_family *steered, *active, *failures, *closed;
 } KM;
 
+static void collect_backend(const char *backend, uint32_t id, const struct ms_counters *v)
+{
+	for (int r = 0; r < MS_ROUTE_SLOTS; r++) {
+		const char *route = S.route_ids.name[r];
+
+		if (!route[0])
+			continue; /* an id no route holds now */
+		for (int p = 0; p < MS_PATHS; p++) {
+			const struct ms_path_counters *c = &v->by[r][p];
+			uint64_t closed =
+			    c->closed_on_demote +
+			    __atomic_load_n(&S.diag_closed[id][r][p], __ATOMIC_RELAXED);
+			const char *path = maps_path_name((unsigned)p);
+
+			if (!c->steered && !c->active && !c->connect_failures && !closed)
+				continue;
+			metric_set(metric_at(KM.steered, backend, route, path), (double)c->steered);
+			metric_set(metric_at(KM.closed, backend, route, path), (double)closed);
+			if (p != MS_PATH_CONNECT)
+				continue; /* sockops follows the connect path's sockets only */
+			metric_set(metric_at(KM.active, backend, route, path), (double)c->active);
+			metric_set(metric_at(KM.failures, backend, route, path),
+			           (double)c->connect_failures);
+		}
+	}
+}
+
 static void collect_kernel(struct metrics *m, void *arg)
 {
 	const struct topology *t;
+	struct ms_counters *v;
 
+	(void)m;
+	(void)arg;
 	if (!S.running || S.counters_fd < 0 || !(t = topo_current()))
 		return;
-	for (size_t i = 0; i < t->nbackends; i++) {
+	v = malloc(sizeof(*v));
+	for (size_t i = 0; v && i < t->nbackends; i++) {
 		const struct topo_backend *b = &t->backends[i];
 		uint32_t id = b->id;
-		struct ms_counters v;
 
-		if (id >= MS_MAX_BACKENDS || bpf_map_lookup_elem(S.counters_fd, &id, &v))
-			continue;
-		metric_set(metric_at(KM.steered, b->name), (double)v.steered);
-		metric_set(metric_at(KM.active, b->name), (double)v.active);
-		metric_set(metric_at(KM.failures, b->name), (double)v.connect_failures);
-		metric_set(metric_at(KM.closed, b->name),
-		           (double)(v.closed_on_demote +
-		                    __atomic_load_n(&S.diag_closed[id], __ATOMIC_RELAXED)));
+		if (id < MS_MAX_BACKENDS && !bpf_map_lookup_elem(S.counters_fd, &id, v))
+			collect_backend(b->name, id, v);
 	}
+	free(v);
 	topo_put(t);
 }
 
 static void register_kernel_metrics(void)
 {
 	static bool done;
-	static const char *const backend[] = {"backend", NULL};
+	static const char *const labels[] = {"backend", "route", "path", NULL};
 	const struct metric_def defs[] = {
 	    {&KM.steered, METRIC_COUNTER, "mysteer_kernel_steered_connections_total",
-	     "Connections the eBPF programs steered to the backend (cgroup connect and sk_lookup)",
-	     backend},
+	     "Connections the eBPF programs steered to the backend, by route and path (connect: "
+	     "cgroup connect4/6, lookup: sk_lookup handoff to the server's listener, relay: "
+	     "sk_lookup to the relay)",
+	     labels},
 	    {&KM.active, METRIC_GAUGE, "mysteer_kernel_active_connections",
-	     "Steered connections established and not closed yet", backend},
+	     "Connect-steered connections established and not closed yet", labels},
 	    {&KM.failures, METRIC_COUNTER, "mysteer_kernel_connect_failures_total",
-	     "Steered connections whose connect to the backend failed", backend},
+	     "Connect-steered connections whose connect to the backend failed", labels},
 	    {&KM.closed, METRIC_COUNTER, "mysteer_kernel_closed_on_demote_total",
 	     "Steered connections closed because their backend left the route (close_on_demote)",
-	     backend},
+	     labels},
 	};
 
 	if (!done)
