@@ -369,6 +369,47 @@ START_TEST(test_cluster_keys)
 }
 END_TEST
 
+/* What a reload cannot apply: each restart-only key changed is named once,
+ * the live ones (interval_ms, pool_max_per_backend) never. */
+START_TEST(test_restart_keys)
+{
+	struct config_restart_key rk[CONFIG_RESTART_KEYS_MAX];
+	struct config *a = load_text(PW BE "[proxy]\nbind = 127.0.0.1\nworkers = 2\n");
+	ck_assert_msg(a, "%s", errbuf);
+	struct config *b = load_text(PW BE "[proxy]\nbind = 127.0.0.1\nworkers = 2\n");
+	ck_assert_msg(b, "%s", errbuf);
+	ck_assert_uint_eq(config_restart_keys(a, b, rk), 0);
+	config_free(b);
+	b = load_text("[probe]\npassword = pw\ninterval_ms = 777\n" BE "[steer]\nlookup = off\n"
+	              "[proxy]\nbind = 127.0.0.2\nworkers = 3\npool_max_per_backend = 9\n"
+	              "[cluster]\netcd = http://e:2379\nname = other\n");
+	ck_assert_msg(b, "%s", errbuf);
+	size_t n = config_restart_keys(a, b, rk);
+	char got[512] = "";
+	for (size_t i = 0; i < n; i++) {
+		strcat(got, rk[i].section);
+		strcat(got, ".");
+		strcat(got, rk[i].key);
+		strcat(got, " ");
+		ck_assert_ptr_nonnull(rk[i].why);
+	}
+	/* [cluster] appeared: one entry for the section, not one per key. */
+	ck_assert_str_eq(got, "steer.lookup proxy.bind proxy.workers cluster.(section) ");
+	config_free(a);
+	a = load_text(PW BE "[cluster]\netcd = http://e:2379\nname = prod\n");
+	ck_assert_msg(a, "%s", errbuf);
+	n = config_restart_keys(a, b, rk);
+	got[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		strcat(got, rk[i].key);
+		strcat(got, " ");
+	}
+	ck_assert_str_eq(got, "lookup bind workers name ");
+	config_free(a);
+	config_free(b);
+}
+END_TEST
+
 START_TEST(test_bad_config)
 {
 	const struct bad *b = &bad_configs[_i];
@@ -1007,6 +1048,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_full_config);
 	tcase_add_test(tc, test_minimal_defaults);
 	tcase_add_test(tc, test_cluster_keys);
+	tcase_add_test(tc, test_restart_keys);
 	tcase_add_test(tc, test_long_line);
 	tcase_add_test(tc, test_bom);
 	tcase_add_loop_test(tc, test_bad_config, 0,

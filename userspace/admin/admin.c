@@ -52,7 +52,7 @@ struct admin {
  * thread (the renderers run there). */
 static struct {
 	struct metric_family *state, *role, *admin, *up, *read_only, *lag, *generation, *writers;
-	struct metric_family *reloads, *reload_ok;
+	struct metric_family *reloads, *reload_ok, *not_applied;
 } M;
 
 static void register_metrics(void)
@@ -61,6 +61,7 @@ static void register_metrics(void)
 	static const char *const bs[] = {"backend", "state", NULL};
 	static const char *const br[] = {"backend", "role", NULL};
 	static const char *const result[] = {"result", NULL};
+	static const char *const sk[] = {"section", "key", NULL};
 	static const char *const none[] = {NULL};
 	const unsigned C = METRIC_COLLECTED;
 
@@ -90,6 +91,9 @@ static void register_metrics(void)
 	M.reload_ok =
 	    metrics_gauge("mysteer_config_last_reload_successful",
 	                  "1 when the last reload was applied (or none was asked)", none, 0);
+	M.not_applied = metrics_counter(
+	    "mysteer_config_reload_keys_not_applied_total",
+	    "Keys a reload found changed but could not apply live (they need a restart)", sk, 0);
 	metric_set(metric_series(M.reload_ok, NULL), 1);
 	metric_add(metric_at(M.reloads, "ok"), 0);
 	metric_add(metric_at(M.reloads, "failed"), 0);
@@ -215,6 +219,12 @@ int admin_reload(struct admin *a, char *err, size_t errlen)
 		return -1;
 	}
 	struct config *old = (struct config *)cfg_of(a);
+	/* Against the config the daemon started with (the first retired, kept
+	 * as long as the admin): those values stay in effect until a restart,
+	 * so every reload names what still differs. */
+	const struct config *boot = a->nretired ? a->retired[0] : old;
+	struct config_restart_key rk[CONFIG_RESTART_KEYS_MAX];
+	size_t nrk = config_restart_keys(boot, nc, rk);
 	if (retire(a, old) < 0) {
 		config_free(nc);
 		snprintf(err, errlen, "out of memory");
@@ -224,6 +234,17 @@ int admin_reload(struct admin *a, char *err, size_t errlen)
 	a->env.d->cfg = nc;
 	log_set_level((enum log_level)nc->log_level);
 	log_set_format((enum log_format)nc->log_format);
+	/* After the new log format is set, so these lines are in it. The
+	 * running daemon keeps the old values of these keys. */
+	for (size_t i = 0; i < nrk; i++) {
+		if (rk[i].key[0] == '(')
+			log_warn("reload: [%s] added or removed, needs a restart (%s)",
+			         rk[i].section, rk[i].why);
+		else
+			log_warn("reload: [%s] %s changed, needs a restart (%s)", rk[i].section,
+			         rk[i].key, rk[i].why);
+		metric_inc(metric_at(M.not_applied, rk[i].section, rk[i].key));
+	}
 	for (size_t i = 0; i < a->env.nservices; i++)
 		if (a->env.services[i] && a->env.services[i]->reload)
 			a->env.services[i]->reload(a->env.d, nc);

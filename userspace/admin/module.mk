@@ -6,3 +6,4 @@ $(BUILD)/tests/test_traffic: $(BUILD)/obj/tests/unit/test_traffic.o $(BUILD)/obj
 		$(BUILD)/obj/userspace/common/metrics.o $(BUILD)/obj/userspace/common/log.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
+INTEG_TESTS += tests/integration/reload_keys.sh

@@ -1223,11 +1223,10 @@ static void cl_stop(struct daemon_ctx *d, bool keep)
 	memset(&C, 0, sizeof(C));
 }
 
+/* [cluster] changes take effect at the next start: the reload says so for
+ * each key (admin_reload, config_restart_keys). */
 static void cl_reload(struct daemon_ctx *d, const struct config *cfg)
 {
-	if (cfg->cluster != C.on || (C.on && (strcmp(cfg->cluster_host_id, C.host_id) ||
-	                                      strcmp(cfg->cluster_name, C.name))))
-		log_warn("cluster: [cluster] changes take effect at the next start, not on reload");
 }
 
 static void cl_status(struct json_object *root)

@@ -1488,6 +1488,124 @@ void config_free(struct config *c)
 	free(c);
 }
 
+/* ---- keys a reload does not apply ---- */
+
+enum rk_kind { RK_STR, RK_INT, RK_BOOL, RK_U32, RK_BINDS, RK_SECTION };
+
+static const struct {
+	const char *section, *key, *why;
+	enum rk_kind kind;
+	size_t off;
+} restart_keys[] = {
+#define RK(sec, key, kind, field, why)                                                             \
+	{                                                                                          \
+		sec, key, why, kind, offsetof(struct config, field)                                \
+	}
+    RK("mysteerd", "admin_socket", RK_STR, admin_socket, "the admin socket is made at start"),
+    RK("mysteerd", "admin_group", RK_STR, admin_group, "the admin socket is made at start"),
+    RK("mysteerd", "state_file", RK_STR, state_file, "the state is loaded at start"),
+    RK("mysteerd", "pid_file", RK_STR, pid_file, "the pid file is written at start"),
+    RK("mysteerd", "bpffs_dir", RK_STR, bpffs_dir, "the maps and links are pinned at start"),
+    RK("mysteerd", "user", RK_STR, user, "privileges are dropped once, at start"),
+    RK("mysteerd", "metrics_listen", RK_STR, metrics_listen,
+       "the metrics endpoint is bound at start"),
+    RK("steer", "cgroup", RK_STR, cgroup, "the connect programs are attached at start"),
+    RK("steer", "lookup", RK_BOOL, lookup, "sk_lookup is attached at start"),
+    RK("steer", "local_handoff", RK_BOOL, local_handoff,
+       "the capabilities kept at start depend on it"),
+    RK("steer", "relay_address", RK_STR, relay_address,
+       "the relay and error listeners are bound at start"),
+    RK("proxy", "bind", RK_BINDS, binds, "6450's listeners are bound at start"),
+    RK("proxy", "workers", RK_INT, workers, "the proxy's threads are started at start"),
+    RK("proxy", "max_client_connections", RK_INT, max_client_connections,
+       "the proxy's limits are set at start"),
+    RK("proxy", "handshake_timeout_ms", RK_INT, handshake_timeout_ms,
+       "the proxy's limits are set at start"),
+    RK("proxy", "max_packet_size", RK_U32, max_packet_size, "the proxy's limits are set at start"),
+    RK("proxy", "pool_wait_timeout_ms", RK_INT, pool_wait_timeout_ms,
+       "the proxy's limits are set at start"),
+    RK("proxy", "max_prepared_per_connection", RK_INT, max_prepared_per_connection,
+       "the proxy's limits are set at start"),
+    RK("proxy", "max_prepared_per_session", RK_INT, max_prepared_per_session,
+       "the proxy's limits are set at start"),
+    RK("cluster", "(section)", RK_SECTION, cluster, "the fleet is joined at start"),
+    RK("cluster", "etcd", RK_STR, cluster_etcd, "the fleet is joined at start"),
+    RK("cluster", "name", RK_STR, cluster_name, "the fleet is joined at start"),
+    RK("cluster", "host_id", RK_STR, cluster_host_id, "the fleet is joined at start"),
+    RK("cluster", "lease_ms", RK_INT, cluster_lease_ms, "the fleet is joined at start"),
+    RK("cluster", "fence_after_ms", RK_INT, cluster_fence_after_ms, "the fleet is joined at start"),
+    RK("cluster", "user", RK_STR, cluster_user, "the fleet is joined at start"),
+    RK("cluster", "password", RK_STR, cluster_password, "the fleet is joined at start"),
+    RK("cluster", "follower_interval_ms", RK_INT, cluster_follower_interval_ms,
+       "the fleet is joined at start"),
+#undef RK
+};
+
+static bool same_sockaddr(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET) {
+		const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
+		return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+	}
+	if (a->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
+		return x->sin6_port == y->sin6_port &&
+		       !memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr));
+	}
+	return true;
+}
+
+static bool rk_same(const struct config *a, const struct config *b, size_t i)
+{
+	const char *x = (const char *)a + restart_keys[i].off;
+	const char *y = (const char *)b + restart_keys[i].off;
+
+	switch (restart_keys[i].kind) {
+	case RK_STR:
+		return strcmp(x, y) == 0;
+	case RK_INT:
+		return *(const int *)(const void *)x == *(const int *)(const void *)y;
+	case RK_BOOL:
+	case RK_SECTION:
+		return *(const bool *)(const void *)x == *(const bool *)(const void *)y;
+	case RK_U32:
+		return *(const uint32_t *)(const void *)x == *(const uint32_t *)(const void *)y;
+	case RK_BINDS:
+		if (a->nbinds != b->nbinds)
+			return false;
+		for (size_t j = 0; j < a->nbinds; j++)
+			if (!same_sockaddr(&a->binds[j], &b->binds[j]))
+				return false;
+		return true;
+	}
+	return true;
+}
+
+size_t config_restart_keys(const struct config *old, const struct config *nc,
+                           struct config_restart_key out[CONFIG_RESTART_KEYS_MAX])
+{
+	size_t n = 0;
+	bool sections = old->cluster != nc->cluster;
+
+	for (size_t i = 0; i < sizeof(restart_keys) / sizeof(restart_keys[0]); i++) {
+		/* [cluster] added or removed: that one line, not each key. */
+		if (sections && !strcmp(restart_keys[i].section, "cluster") &&
+		    restart_keys[i].kind != RK_SECTION)
+			continue;
+		if (!sections && restart_keys[i].kind == RK_SECTION)
+			continue;
+		if (rk_same(old, nc, i) || n >= CONFIG_RESTART_KEYS_MAX)
+			continue;
+		out[n].section = restart_keys[i].section;
+		out[n].key = restart_keys[i].key;
+		out[n].why = restart_keys[i].why;
+		n++;
+	}
+	return n;
+}
+
 const struct config_backend *config_find_backend(const struct config *c, const char *name)
 {
 	for (size_t i = 0; i < c->nbackends; i++)

@@ -172,6 +172,18 @@ struct config *config_load(const char *path, char *err, size_t errlen);
 struct config *config_load_flags(const char *path, unsigned flags, char *err, size_t errlen);
 void config_free(struct config *c);
 
+/* A key a reload does not apply to the running daemon, and why. */
+struct config_restart_key {
+	const char *section; /* "mysteerd", "steer", "proxy", "cluster" */
+	const char *key;
+	const char *why; /* "6450's listeners are bound at start", ... */
+};
+#define CONFIG_RESTART_KEYS_MAX 48 /* more than there are such keys */
+/* The keys that need a restart and differ between old (running) and nc
+ * (reloaded), in config file order, into out; returns how many. */
+size_t config_restart_keys(const struct config *old, const struct config *nc,
+                           struct config_restart_key out[CONFIG_RESTART_KEYS_MAX]);
+
 const struct config_backend *config_find_backend(const struct config *c, const char *name);
 const struct config_user *config_find_user(const struct config *c, const char *name);
 const struct config_route *config_find_route(const struct config *c, const char *name);
