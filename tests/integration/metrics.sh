@@ -106,6 +106,7 @@ for series in 'mysteer_backend_state{backend="db1",state="up"} 1' \
 	'mysteer_kernel_closed_on_demote_total{backend="db1",route="rw",path="lookup"} 0' \
 	'mysteer_relay_bytes_total{direction="to_client"}' \
 	'mysteer_pool_opened_total{backend="db1"}' \
+	'mysteer_proxy_added_seconds_count{backend="' \
 	'mysteer_proxy_client_connections'; do
 	check "/metrics has $series" grep -qF "$series" "$T/metrics.txt"
 done
@@ -180,9 +181,22 @@ for q in 'sum(rate(mysteer_kernel_steered_connections_total[20s]))' \
 	'rate(mysteer_proxy_statements_total{decision="read"}[20s])' \
 	'sum(rate(mysteer_proxy_backend_statements_total[20s]))' \
 	'sum(rate(mysteer_proxy_statement_duration_seconds_count[20s]))' \
+	'sum(rate(mysteer_proxy_added_seconds_count[20s]))' \
 	'sum(rate(mysteer_backend_probe_duration_seconds_count[20s]))'; do
 	ms=$(wait_until 20 prom_pos "$q")
 	check "Prometheus: $q > 0 ($(promq "$q"), ${ms} ms)" prom_pos "$q"
+done
+# The part the proxy adds is a part of the statement's time: its sum is not
+# more than the statements' (both are observed together, on the answer).
+curl -s --max-time 10 "http://$M/metrics" >"$T/metrics2.txt"
+sumre() { awk -v re="^$1[{]" '$1 ~ re {s += $NF} END {printf "%.6f\n", s}' "$T/metrics2.txt"; }
+added=$(sumre mysteer_proxy_added_seconds_sum)
+total=$(sumre mysteer_proxy_statement_duration_seconds_sum)
+nadded=$(sumre mysteer_proxy_added_seconds_count)
+check "the proxy's part ($added s over $nadded statements) is within the statements' time ($total s)" \
+	$PY -c "import sys; sys.exit(0 if 0 < $added <= $total else 1)"
+for qq in 0.5 0.99; do
+	measured "6450 under the test's traffic: q$qq statement time $(promq "histogram_quantile($qq, sum by (le) (rate(mysteer_proxy_statement_duration_seconds_bucket[20s])))") s, of which the proxy adds $(promq "histogram_quantile($qq, sum by (le) (rate(mysteer_proxy_added_seconds_bucket[20s])))") s"
 done
 for q in 'mysteer_backend_up{backend="db1"}' 'mysteer_build_info' 'process_resident_memory_bytes' \
 	'mysteer_backend_role{backend="db1",role="writer"}' \

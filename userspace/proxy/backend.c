@@ -150,6 +150,10 @@ int bconn_flush(struct bconn *b)
 		r = flush_buf(b, &b->out);
 	if (r < 0)
 		return -1;
+	if (r == 1 && b->st == B_READY && b->sent_pending) {
+		b->sent_pending = false;
+		b->sent_us = mono_us();
+	}
 	bconn_update(b);
 	return 0;
 }

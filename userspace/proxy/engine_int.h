@@ -338,7 +338,13 @@ struct bconn {
 	uint32_t backend_id;
 	uint32_t thread_id; /* the server's id of this connection (its handshake) */
 	char name[TOPO_NAME_MAX];
-	struct metric_series *m_stmts, *m_errors, *m_seconds; /* proxy_metrics_answered */
+	struct metric_series *m_stmts, *m_errors, *m_seconds, *m_added; /* proxy_metrics_answered */
+	/* The statement in flight left for the backend: sent_pending from its
+	 * queueing (send_cmd) until out is written whole on a ready connection
+	 * (bconn_flush), when sent_us (mono_us) is taken: the backend's part of
+	 * its time starts there (proxy_metrics_answered). */
+	bool sent_pending;
+	uint64_t sent_us;
 	bool writer;
 	struct buf in, out;
 	struct buf lout; /* login packets: go before out, which waits for B_READY */

@@ -443,6 +443,8 @@ int route_send_cmd(struct client *c, struct bconn *b)
 		answer_tracking_replaced(b, p, n);
 		b->hist_applied = c->nhist;
 	}
+	b->sent_pending = true;
+	b->sent_us = 0;
 	b->state_changed = false;
 	b->answer_ok = false;
 	b->state_tracked = b->tracking_state;
