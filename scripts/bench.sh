@@ -22,6 +22,8 @@
 # Method: warm-up, then R rounds; in each round every workload runs on every
 # path in turn (A B C A B C ...), so drift hits all paths alike. Reported:
 # medians, min-max, and each path's ratio to `direct` of the same round.
+# With the 6450 path: the cost of a /metrics scrape each second under ps8
+# (measure_scrape_cost: 2 x 6 s quick, 2 x 15 s full), a row of the targets.
 #
 # Output: bench/results/<date>.csv (raw), the generated section of
 # docs/BENCHMARKS.md and docs/bench-{qps,latency}.png. BENCH_QUICK=1 (CI) is a
@@ -739,6 +741,71 @@ measure() { # path workload round
 	return 0
 }
 
+# CPU ns of the threads of a process that have one of these names (comm).
+threads_cpu_ns() { # pid name...
+	local pid=$1 t
+	shift
+	for t in /proc/"$pid"/task/*; do
+		local c
+		c=$(cat "$t/comm" 2>/dev/null) || continue
+		for n in "$@"; do
+			[ "$c" = "$n" ] && cut -d' ' -f1 "$t/schedstat" 2>/dev/null
+		done
+	done | awk '{s += $1} END {printf "%.0f\n", s}'
+}
+
+# The cost of a Prometheus scrape under load (issue 19): the 6450 proxy
+# carries ps8 twice for SECS, without and then with a GET /metrics each
+# second. A scrape is rendered on mysteerd's loop thread (comm mysteerd) and
+# served by libmicrohttpd's (MHD-single); the proxy's workers carry the
+# queries. So the scrape's cost is what those two threads spend more per
+# second with scraping, divided by the scrapes; the whole process's CPU with
+# and without is reported beside it (that one moves with the load's noise).
+measure_scrape_cost() { # pid
+	local pid=$1 secs=$([ "$QUICK" = 1 ] && echo 6 || echo 15) url=http://127.0.0.1:9470/metrics
+	local mode sb n p0 p1 s0 s1 w0 w1 wall_on us
+	declare -A proc=() serv=() scrapes=()
+	curl -sf -o /dev/null --max-time 5 "$url" || {
+		say "scrape cost: no /metrics on $url"
+		return 1
+	}
+	for mode in off on; do
+		p0=$(cpu_ns "$pid") s0=$(threads_cpu_ns "$pid" mysteerd MHD-single) w0=$(date +%s%N)
+		run_sysbench proxy oltp_point_select 8 "$secs" >/dev/null &
+		sb=$!
+		n=0
+		if [ $mode = on ]; then
+			while kill -0 $sb 2>/dev/null; do
+				curl -sf -o /dev/null --max-time 5 "$url" && n=$((n + 1))
+				sleep 1
+			done
+		fi
+		wait $sb || {
+			say "scrape cost: sysbench failed (see sysbench.log)"
+			return 1
+		}
+		p1=$(cpu_ns "$pid") s1=$(threads_cpu_ns "$pid" mysteerd MHD-single) w1=$(date +%s%N)
+		proc[$mode]=$(awk -v c=$((p1 - p0)) -v w=$((w1 - w0)) 'BEGIN {printf "%.0f", c * 1e9 / w}')
+		serv[$mode]=$(awk -v c=$((s1 - s0)) -v w=$((w1 - w0)) 'BEGIN {printf "%.0f", c * 1e9 / w}')
+		scrapes[$mode]=$n
+		[ $mode = on ] && wall_on=$((w1 - w0))
+	done
+	[ "${scrapes[on]}" -gt 0 ] || {
+		say "scrape cost: no scrape answered"
+		return 1
+	}
+	# (extra ns/s of the serving threads) x seconds / scrapes
+	us=$(awk -v a="${serv[off]}" -v b="${serv[on]}" -v w="$wall_on" -v n="${scrapes[on]}" \
+		'BEGIN {d = (b - a) * (w / 1e9) / n / 1000; printf "%.0f", d < 0 ? 0 : d}')
+	meta scrape_secs "$secs"
+	meta scrape_count "${scrapes[on]}"
+	meta scrape_us_per_scrape "$us"
+	meta scrape_pct_core_at_1s "$(awk -v u="$us" 'BEGIN {printf "%.3f", u / 1e4}')"
+	meta scrape_cpu_without "$(awk -v r="${proc[off]}" 'BEGIN {printf "%.1f%% of a core", r / 1e7}')"
+	meta scrape_cpu_with "$(awk -v r="${proc[on]}" 'BEGIN {printf "%.1f%% of a core", r / 1e7}')"
+	say "scrape cost: $us us of CPU per /metrics scrape under ps8 load (${scrapes[on]} scrapes in $((wall_on / 1000000000)) s; $(awk -v u="$us" 'BEGIN {printf "%.3f", u / 1e4}')% of a core at 1 s); mysteerd $(awk -v r="${proc[off]}" 'BEGIN {printf "%.1f", r / 1e7}')% of a core without scraping, $(awk -v r="${proc[on]}" 'BEGIN {printf "%.1f", r / 1e7}')% with"
+}
+
 # 10,000 idle clients on 6450 (issue 6): the daemon's RSS while they are open.
 measure_idle_rss() {
 	local pid=$1 fifo=$SCRATCH/idle.fifo holder line rss
@@ -980,6 +1047,7 @@ main() {
 
 	measure_instructions
 	if [[ " ${paths[*]} " == *" proxy "* ]]; then
+		measure_scrape_cost "$(pgrep_daemon)" || say "scrape cost not measured"
 		measure_idle_rss "$(pgrep_daemon)" || say "idle-connection RSS not measured"
 	fi
 	run_classifier
