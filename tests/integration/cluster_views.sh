@@ -160,24 +160,22 @@ all_field() { # backend field value
 	local h
 	for h in $HOSTS; do [ "$(be_field "$h" "$1" "$2")" = "$3" ] || return 1; done
 }
-mark
-check "mysteerctl drain db3 on host$g" hctl "$g" drain db3
-ms=$(wait_until 30 all_field db3 state drained)
-check "every host has db3 drained" all_field db3 state drained
-for h in $HOSTS; do
-	[ "$h" = "$g" ] || measured "host$h ran the drain $(since_mark "$h" 'cluster: drain db3 from host') ms after \`drain db3\` on host$g (its log; every host drained by polling after $ms ms)"
-done
+fleet_cmd() { # host cmd field value: cmd on host, every host gets field = value
+	local h on=$1 cmd=$2
+	mark
+	check "mysteerctl $cmd db3 on host$on" hctl "$on" "$cmd" db3
+	ms=$(wait_until 30 all_field db3 "$3" "$4")
+	check "every host has db3 $3 $4 after $cmd" all_field db3 "$3" "$4"
+	for h in $HOSTS; do
+		[ "$h" = "$on" ] || measured "host$h ran the $cmd $(since_mark "$h" "cluster: $cmd db3 from host") ms after \`$cmd db3\` on host$on (its log; every host with db3 $3 $4 by polling after $ms ms)"
+	done
+}
+fleet_cmd "$g" drain state drained
 check "host$lh logs that the drain came from host$g" grep -q "cluster: drain db3 from host host$g (the fleet)" "$T/h$lh/log"
 check "mysteerctl set db3 weight=7 on host$f" hctl "$f" set db3 weight=7
 ms=$(wait_until 30 all_field db3 weight 7)
 check "every host has db3 at weight 7" all_field db3 weight 7
-mark
-check "mysteerctl enable db3 on host$lh" hctl "$lh" enable db3
-ms=$(wait_until 30 all_field db3 role reader)
-check "every host has db3 enabled, a reader again" all_field db3 role reader
-for h in $HOSTS; do
-	[ "$h" = "$lh" ] || measured "host$h ran the enable $(since_mark "$h" 'cluster: enable db3 from host') ms after \`enable db3\` on host$lh (its log; every host with db3 a reader by polling after $ms ms)"
-done
+fleet_cmd "$lh" enable role reader
 ec() { ETCDCTL_API=3 etcdctl --endpoints="$(etcd_endpoints | tr -d ' ')" "$@"; }
 ec get --prefix /mysteer/itest/admin/ | sed 's/^/# /'
 
