@@ -225,6 +225,25 @@ START_TEST(native_password)
 }
 END_TEST
 
+/* sha1 and sha256 (one digest helper): known vectors, a then b as one input */
+START_TEST(digests)
+{
+	uint8_t d1[SHA1_LEN], d2[SHA256_LEN], e1[SHA1_LEN], e2[SHA256_LEN];
+	char hx[2 * SHA256_LEN + 1];
+
+	sha1("abc", 3, NULL, 0, d1);
+	hex(d1, SHA1_LEN, hx);
+	ck_assert_str_eq(hx, "A9993E364706816ABA3E25717850C26C9CD0D89D");
+	sha256("abc", 3, NULL, 0, d2);
+	hex(d2, SHA256_LEN, hx);
+	ck_assert_str_eq(hx, "BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD");
+	sha1("a", 1, "bc", 2, e1);
+	ck_assert_mem_eq(e1, d1, SHA1_LEN);
+	sha256("ab", 2, "c", 1, e2);
+	ck_assert_mem_eq(e2, d2, SHA256_LEN);
+}
+END_TEST
+
 START_TEST(ok_err_eof)
 {
 	uint8_t buf[128];
@@ -889,6 +908,7 @@ int main(void)
 	tcase_add_test(tc, handshake_roundtrip);
 	tcase_add_test(tc, response_roundtrip);
 	tcase_add_test(tc, native_password);
+	tcase_add_test(tc, digests);
 	tcase_add_test(tc, scramble_pool);
 	tcase_add_test(tc, ok_err_eof);
 	tcase_add_test(tc, session_track_gtid);

@@ -1013,15 +1013,23 @@ enum resp_state resp_feed(struct resp_tracker *t, const uint8_t *p, size_t n, ui
 
 /* ---- mysql_native_password ---- */
 
-void sha1(const void *a, size_t alen, const void *b, size_t blen, uint8_t out[SHA1_LEN])
+/* The digest md of a then b (blen 0: a alone) in out, outlen bytes; on
+ * failure zeros, which match no real stage2 or digest. */
+static void digest2(const EVP_MD *md, const void *a, size_t alen, const void *b, size_t blen,
+                    uint8_t *out, unsigned int outlen)
 {
 	EVP_MD_CTX *c = EVP_MD_CTX_new();
-	unsigned int n = SHA1_LEN;
+	unsigned int n = outlen;
 
-	if (!c || !EVP_DigestInit_ex(c, EVP_sha1(), NULL) || !EVP_DigestUpdate(c, a, alen) ||
+	if (!c || !EVP_DigestInit_ex(c, md, NULL) || !EVP_DigestUpdate(c, a, alen) ||
 	    (blen && !EVP_DigestUpdate(c, b, blen)) || !EVP_DigestFinal_ex(c, out, &n))
-		memset(out, 0, SHA1_LEN); /* never matches a real stage2 */
+		memset(out, 0, outlen);
 	EVP_MD_CTX_free(c);
+}
+
+void sha1(const void *a, size_t alen, const void *b, size_t blen, uint8_t out[SHA1_LEN])
+{
+	digest2(EVP_sha1(), a, alen, b, blen, out, SHA1_LEN);
 }
 
 static int random_bytes(uint8_t *d, size_t len)
@@ -1109,13 +1117,7 @@ void native_reply(const uint8_t *scramble, const uint8_t stage1[SHA1_LEN], uint8
 
 void sha256(const void *a, size_t alen, const void *b, size_t blen, uint8_t out[SHA256_LEN])
 {
-	EVP_MD_CTX *c = EVP_MD_CTX_new();
-	unsigned int n = SHA256_LEN;
-
-	if (!c || !EVP_DigestInit_ex(c, EVP_sha256(), NULL) || !EVP_DigestUpdate(c, a, alen) ||
-	    (blen && !EVP_DigestUpdate(c, b, blen)) || !EVP_DigestFinal_ex(c, out, &n))
-		memset(out, 0, SHA256_LEN); /* never matches a real digest */
-	EVP_MD_CTX_free(c);
+	digest2(EVP_sha256(), a, alen, b, blen, out, SHA256_LEN);
 }
 
 void sha2_digest2(const char *password, size_t len, uint8_t d2[SHA256_LEN])
