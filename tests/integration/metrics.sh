@@ -77,11 +77,18 @@ mariadb --no-defaults -h127.0.0.1 -P6450 -uapp -pwrong -N -B -e 'SELECT 1' >/dev
 # outside it, to the VIP; db1 is local).
 ctl exec -- mariadb --no-defaults -h 127.0.0.1 -P 6446 -u app -papp -N -B -e 'SELECT 1' >/dev/null 2>&1
 sql 6446 'SELECT 1' >/dev/null 2>&1
+# Prepared statements through 6450 (libmysqlclient's binary protocol).
+sql 6450 'CREATE DATABASE IF NOT EXISTS t' >/dev/null 2>&1
+"$ITEST_BUILD/tests/proxy_ps" 6450 >"$T/ps.out" 2>&1
+check "proxy_ps ran through 6450" grep -q "usable after the closes" "$T/ps.out"
 curl -s --max-time 10 "http://$M/metrics" >"$T/metrics.txt"
 accepted=$(awk '$1 == "mysteer_proxy_client_connections_total" {print $2}' "$T/metrics.txt")
 check "mysteer_proxy_client_connections_total counts both logins ($accepted)" [ "${accepted:-0}" -ge 2 ]
 check "mysteer_proxy_client_refused_total counts the wrong password" \
 	grep -qE '^mysteer_proxy_client_refused_total\{reason="access_denied"\} [1-9]' "$T/metrics.txt"
+prepares=$(awk '$1 ~ /^mysteer_proxy_prepares_total[{]/ {s += $2} END {print s + 0}' "$T/metrics.txt")
+check "mysteer_proxy_prepares_total counts the statements prepared on the backends ($prepares)" \
+	[ "$prepares" -gt 0 ]
 promtool check metrics <"$T/metrics.txt" >"$T/promtool.out" 2>&1
 check "promtool check metrics passes" [ $? = 0 ]
 sed 's/^/# promtool: /' "$T/promtool.out" | head -n 20
@@ -107,6 +114,7 @@ for series in 'mysteer_backend_state{backend="db1",state="up"} 1' \
 	'mysteer_relay_bytes_total{direction="to_client"}' \
 	'mysteer_pool_opened_total{backend="db1"}' \
 	'mysteer_proxy_added_seconds_count{backend="' \
+	'mysteer_proxy_prepared_statements{backend="db1"}' \
 	'mysteer_proxy_client_connections'; do
 	check "/metrics has $series" grep -qF "$series" "$T/metrics.txt"
 done

@@ -51,6 +51,8 @@ static void reap(struct worker *w)
 		buf_free(&b->in);
 		buf_free(&b->out);
 		buf_free(&b->lout);
+		if (b->nbst && b->backend_id < PROXY_MAX_IDS)
+			atomic_fetch_sub(&w->e->be_prepared[b->backend_id], (int)b->nbst);
 		free(b->bst);
 		free(b);
 	}
@@ -784,6 +786,7 @@ void proxy_engine_counters_reset(struct proxy_engine *e, uint32_t id)
 	atomic_store(&e->be_clean[id], 0);
 	atomic_store(&e->be_waits[id], 0);
 	atomic_store(&e->be_wait_timeouts[id], 0);
+	atomic_store(&e->be_prepares[id], 0);
 	/* The sessions counted on the old backend leave the count, and their
 	 * release later does not touch the new one's: a new generation. */
 	uint64_t v = atomic_load(&e->be_readers[id]);
@@ -816,6 +819,8 @@ void proxy_engine_pool(struct proxy_engine *e, uint32_t id, struct proxy_pool_st
 	ps->waits = atomic_load(&e->be_waits[id]);
 	ps->readers = readers_count(atomic_load(&e->be_readers[id]));
 	ps->wait_timeouts = atomic_load(&e->be_wait_timeouts[id]);
+	ps->prepared = atomic_load(&e->be_prepared[id]);
+	ps->prepares = atomic_load(&e->be_prepares[id]);
 }
 
 #ifdef MYSTEER_ENGINE_TEST

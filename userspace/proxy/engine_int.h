@@ -472,6 +472,10 @@ struct proxy_engine {
 	_Atomic int be_waiting[PROXY_MAX_IDS];
 	_Atomic int waiting_total; /* be_waiting summed: 0 keeps wait_yield off */
 	_Atomic uint64_t be_waits[PROXY_MAX_IDS], be_wait_timeouts[PROXY_MAX_IDS];
+	/* server-side prepared statements the backend connections hold now
+	 * (their caches, stmt.c), and those prepared since start */
+	_Atomic int be_prepared[PROXY_MAX_IDS];
+	_Atomic uint64_t be_prepares[PROXY_MAX_IDS];
 	uint32_t wait_ms; /* [proxy] pool_wait_timeout_ms */
 	/* the next wait's ticket: waits are served in ticket order per backend
 	 * over all workers (wait.c) */

@@ -49,6 +49,8 @@ struct proxy_pool_stats {
 	uint64_t waits;  /* sessions that had to wait, since start */
 	uint64_t wait_timeouts; /* waits that ended with an ERR */
 	int readers;            /* client sessions whose reader it is now */
+	int prepared;           /* server-side prepared statements open on it now */
+	uint64_t prepares;      /* statements the proxy prepared on it, since start */
 };
 /* Pool figures of one backend id, summed over the workers. Thread-safe. */
 void proxy_engine_pool(struct proxy_engine *e, uint32_t id, struct proxy_pool_stats *ps);

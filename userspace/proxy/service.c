@@ -16,6 +16,7 @@ static struct proxy_engine *engine;
 static struct {
 	struct metric_family *clients, *conns, *idle, *in_use, *open, *max, *waiting;
 	struct metric_family *opened, *reused, *resets, *waits, *wait_timeouts;
+	struct metric_family *prepared, *prepares;
 } PM;
 
 static void collect(struct metrics *m, void *arg)
@@ -45,6 +46,8 @@ static void collect(struct metrics *m, void *arg)
 		metric_set(metric_at(PM.resets, b), (double)ps.resets);
 		metric_set(metric_at(PM.waits, b), (double)ps.waits);
 		metric_set(metric_at(PM.wait_timeouts, b), (double)ps.wait_timeouts);
+		metric_set(metric_at(PM.prepared, b), ps.prepared);
+		metric_set(metric_at(PM.prepares, b), (double)ps.prepares);
 	}
 	topo_put(t);
 }
@@ -77,6 +80,10 @@ static void register_metrics(void)
 	     "Sessions that had to wait for a connection", be},
 	    {&PM.wait_timeouts, METRIC_COUNTER, "mysteer_pool_wait_timeouts_total",
 	     "Waits for a connection that ended with an error", be},
+	    {&PM.prepared, METRIC_GAUGE, "mysteer_proxy_prepared_statements",
+	     "Server-side prepared statements the proxy's connections to the backend hold now", be},
+	    {&PM.prepares, METRIC_COUNTER, "mysteer_proxy_prepares_total",
+	     "Statements the proxy prepared on the backend (COM_STMT_PREPARE answered)", be},
 	};
 
 	if (!done)

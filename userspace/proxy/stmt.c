@@ -85,6 +85,8 @@ static void stmt_cache_del(struct bconn *b, uint32_t i, bool send_close)
 			log_warn("proxy: out of memory closing a statement on %s", b->name);
 	}
 	b->bst[i].k->ncached--;
+	if (b->backend_id < PROXY_MAX_IDS)
+		atomic_fetch_sub(&b->w->e->be_prepared[b->backend_id], 1);
 	free(b->bst[i].types);
 	b->bst[i] = b->bst[--b->nbst];
 }
@@ -148,6 +150,10 @@ int stmt_cache_add(struct bconn *b, struct skey *k, uint32_t xid)
 		e->ntypes = 0;
 		e->stale = false;
 		k->ncached++;
+		if (b->backend_id < PROXY_MAX_IDS) {
+			atomic_fetch_add(&b->w->e->be_prepared[b->backend_id], 1);
+			atomic_fetch_add(&b->w->e->be_prepares[b->backend_id], 1);
+		}
 	} else {
 		stmt_cache_del(b, (uint32_t)(e - b->bst), true);
 		return stmt_cache_add(b, k, xid);
