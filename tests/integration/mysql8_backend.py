@@ -16,6 +16,7 @@
 #   answers, the password XOR nonce comes RSA-OAEP encrypted). SIGUSR1 empties
 #   the cache (as FLUSH PRIVILEGES does). --trust USER: any answer logs in
 #   (the probe's monitoring user, whatever plugin its library picks);
+#   SIGUSR2 closes every connection (as a restart would: clients log in anew);
 # - statements: SELECT 1, @@server_id, @@port, @@version, @@version_comment,
 #   @@read_only, @@super_read_only, LAST_INSERT_ID(),
 #   WAIT_FOR_EXECUTED_GTID_SET(...) (answers 0), SHOW REPLICA STATUS (one row
@@ -127,6 +128,7 @@ class Server:
             self.tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             self.tls.load_cert_chain(args.tls_cert, args.tls_key)
         self.logf = open(args.log, "a", buffering=1)
+        self.conns = set()
 
     def log(self, **ev):
         with self.lock:
@@ -136,6 +138,16 @@ class Server:
         with self.lock:
             self.cache.clear()
         self.log(ev="cache", what="flushed")
+
+    def drop_all(self, *_):
+        with self.lock:
+            socks = [c.sock for c in self.conns]
+        for s in socks:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self.log(ev="dropped", n=len(socks))
 
     def next_gtid(self):
         with self.lock:
@@ -402,6 +414,7 @@ def main():
     args = ap.parse_args()
     srv = Server(args)
     signal.signal(signal.SIGUSR1, srv.flush_cache)
+    signal.signal(signal.SIGUSR2, srv.drop_all)
     ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     ls.bind((args.host, args.port))
@@ -410,11 +423,15 @@ def main():
 
     def run(sock):
         c = Conn(srv, sock)
+        with srv.lock:
+            srv.conns.add(c)
         try:
             c.serve()
         except (EOFError, OSError, ValueError, IndexError, struct.error) as e:
             srv.log(ev="conn-error", conn=c.id, error=str(e))
         finally:
+            with srv.lock:
+                srv.conns.discard(c)
             try:
                 c.sock.close()
             except OSError:

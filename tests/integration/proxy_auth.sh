@@ -198,7 +198,7 @@ for q in "SELECT 1" "CREATE TABLE IF NOT EXISTS test.edu_t (a INT)"; do
 	out=$(timeout 30 mariadb --no-defaults -h127.0.0.1 -P$PP -uedu -pedu --skip-ssl -N -B -e "$q" 2>&1)
 	measured "edu '$q': answered in $((($(date +%s%N) - start) / 1000000)) ms: $(grep -m1 ERROR <<<"$out")"
 	check "edu '$q': ERROR 1251 naming the plugin" \
-		grep -q "ERROR 1251 (08004).*asks for client_ed25519 for user 'edu'.*mysql_native_password only" <<<"$out"
+		grep -q "ERROR 1251 (08004).*asks for client_ed25519 for user 'edu'.*caching_sha2_password only" <<<"$out"
 done
 check_eq "edu's write did not run" 0 "$(sql_root "$P1" "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_NAME = 'edu_t'")"
 check "the log names it" grep -q "login refused: 1251 mysteer: backend db[123] asks for client_ed25519" "$LOG"

@@ -44,13 +44,18 @@ struct world {
 	uint8_t scramble[SCRAMBLE_LEN];
 	int queries; /* COM_QUERYs the backends got */
 	/* the backends: how they present themselves (NULL: MySQL 8 with
-	 * mysql_native_password), and whether a login gets an AuthSwitchRequest
-	 * to caching_sha2_password (a MySQL 8.4 account without a native
-	 * password) instead of OK */
+	 * mysql_native_password), and how a login with srv_opts->scramble
+	 * goes on (enum account) */
 	const struct ss_opts *srv_opts;
-	bool switch_sha2;
+	enum account {
+		ACCT_NATIVE,  /* a caching_sha2_password reply is switched to native */
+		ACCT_SHA2,    /* caching_sha2_password, the server's cache has it */
+		ACCT_ED25519, /* switched to a plugin the proxy does not answer */
+	} account;
 	int logins;           /* logins the backends took */
-	bool login_native_ok; /* each was mysql_native_password with the right reply */
+	bool login_native_ok; /* each native reply was right */
+	bool login_sha2_ok;   /* each caching_sha2_password reply was right */
+	int sha2_logins;      /* logins answered with caching_sha2_password */
 };
 
 static int connect_cb(void *arg, const struct topo_backend *be)
@@ -84,21 +89,38 @@ static void serve(struct world *w, struct ss_server *s)
 		return;
 	}
 	while (ss_next(s, &r) == 1) {
-		if (r.phase == SS_LOGIN && w->srv_opts && w->srv_opts->scramble) {
-			uint8_t stage1[SHA1_LEN], want[SHA1_LEN];
+		if ((r.phase == SS_LOGIN || r.phase == SS_AUTH) && w->srv_opts &&
+		    w->srv_opts->scramble) {
+			const uint8_t *scr = w->srv_opts->scramble;
+			uint8_t stage1[SHA1_LEN], want[SHA1_LEN], want2[SHA256_LEN];
+			bool sha2 = r.phase == SS_LOGIN && !strcmp(r.login.plugin, SHA2_PLUGIN);
+			const uint8_t *auth = r.phase == SS_LOGIN ? r.login.auth : r.p;
+			size_t n = r.phase == SS_LOGIN ? r.login.auth_len : r.n;
 
-			ck_assert(r.login_ok);
+			ck_assert(r.phase == SS_AUTH || r.login_ok);
 			sha1("app", 3, NULL, 0, stage1);
-			native_reply(w->srv_opts->scramble, stage1, want);
-			w->logins++;
-			w->login_native_ok &= !strcmp(r.login.plugin, NATIVE_PLUGIN) &&
-			                      r.login.auth_len == SHA1_LEN &&
-			                      !memcmp(r.login.auth, want, SHA1_LEN);
-			if (w->switch_sha2) {
-				static const uint8_t scr[SCRAMBLE_LEN + 1] = "abcdefghijklmnopqrst";
-
-				ss_auth_switch(s, SHA2_PLUGIN, scr, sizeof(scr));
+			native_reply(scr, stage1, want);
+			sha2_reply("app", 3, scr, want2);
+			if (r.phase == SS_LOGIN)
+				w->logins++;
+			if (sha2) {
+				w->sha2_logins++;
+				w->login_sha2_ok &=
+				    n == SHA256_LEN && !memcmp(auth, want2, SHA256_LEN);
 			} else {
+				w->login_native_ok &=
+				    n == SHA1_LEN && !memcmp(auth, want, SHA1_LEN);
+			}
+			if (w->account == ACCT_ED25519) {
+				ss_auth_switch(s, "client_ed25519", scr, SCRAMBLE_LEN);
+			} else if (sha2 && w->account == ACCT_NATIVE) {
+				uint8_t data[SCRAMBLE_LEN + 1] = {0};
+
+				memcpy(data, scr, SCRAMBLE_LEN);
+				ss_auth_switch(s, NATIVE_PLUGIN, data, sizeof(data));
+			} else {
+				if (sha2)
+					ss_packet(s, "\x01\x03", 2); /* fast authentication */
 				ss_ok(s, NULL);
 			}
 		} else if (r.phase != SS_COMMAND) {
@@ -324,16 +346,18 @@ static const struct ss_opts mysql84 = {
 };
 
 /* A MySQL 8.4 backend whose handshake names caching_sha2_password and whose
- * account uses mysql_native_password: the proxy answers with that plugin and
- * the native scramble of the server's nonce, and the server takes it without
- * an auth switch; reads and writes run. */
+ * account uses mysql_native_password: the proxy answers with
+ * caching_sha2_password (the user's password is in the config), the server
+ * switches it to mysql_native_password, the proxy answers with the native
+ * scramble of the server's nonce; reads and writes run. */
 START_TEST(test_mysql84_native_account)
 {
 	struct world *w = world_new();
 	size_t before;
 
 	w->srv_opts = &mysql84;
-	w->login_native_ok = true;
+	w->account = ACCT_NATIVE;
+	w->login_native_ok = w->login_sha2_ok = true;
 	before = w->npkts;
 	query(w, "SELECT 1", 0);
 	pump(w);
@@ -345,17 +369,44 @@ START_TEST(test_mysql84_native_account)
 	ck_assert_uint_eq(w->npkts - before, 1);
 	ck_assert_uint_eq(w->first[before], 0x00);
 	ck_assert_int_ge(w->logins, 2); /* a reader and the writer */
+	ck_assert_int_eq(w->sha2_logins, w->logins);
 	ck_assert(w->login_native_ok);
+	ck_assert(w->login_sha2_ok);
 	world_free(w);
 }
 END_TEST
 
-/* A MySQL 8.4 account with caching_sha2_password only: the server switches
- * the proxy's login to it, which the proxy cannot answer (it has only
- * SHA1(password)). The statement gets ERR 1251 naming the plugin and the
- * fix, at once: a read after trying the other backend, a write without
- * waiting for another writer as for a lost one. The session goes on. */
-START_TEST(test_mysql84_sha2_account_refused_clearly)
+/* A MySQL 8.4 account with caching_sha2_password, the server's cache holding
+ * it: the proxy's reply is SHA256(pw) XOR SHA256(SHA256(SHA256(pw)) ||
+ * nonce), the server says fast authentication (0x01 0x03) then OK. */
+START_TEST(test_mysql84_sha2_fast)
+{
+	struct world *w = world_new();
+	size_t before;
+
+	w->srv_opts = &mysql84;
+	w->account = ACCT_SHA2;
+	w->login_native_ok = w->login_sha2_ok = true;
+	before = w->npkts;
+	query(w, "SELECT 1", 0);
+	pump(w);
+	ck_assert_uint_eq(w->npkts - before, 4);
+	before = w->npkts;
+	query(w, "INSERT INTO t VALUES (1)", 0);
+	pump(w);
+	ck_assert_uint_eq(w->first[before], 0x00);
+	ck_assert_int_ge(w->logins, 2);
+	ck_assert_int_eq(w->sha2_logins, w->logins);
+	ck_assert(w->login_sha2_ok);
+	world_free(w);
+}
+END_TEST
+
+/* An account whose plugin the proxy cannot answer (client_ed25519): the
+ * statement gets ERR 1251 naming the plugin, at once: a read after trying
+ * the other backend, a write without waiting for another writer as for a
+ * lost one. The session goes on. */
+START_TEST(test_mysql84_other_plugin_refused_clearly)
 {
 	static const char *const stmts[] = {"SELECT 1", "INSERT INTO t VALUES (1)"};
 	struct world *w = world_new();
@@ -363,8 +414,8 @@ START_TEST(test_mysql84_sha2_account_refused_clearly)
 	size_t before;
 
 	w->srv_opts = &mysql84;
-	w->switch_sha2 = true;
-	w->login_native_ok = true;
+	w->account = ACCT_ED25519;
+	w->login_native_ok = w->login_sha2_ok = true;
 	for (size_t i = 0; i < 2; i++) {
 		before = w->npkts;
 		query(w, stmts[i], 0);
@@ -374,12 +425,12 @@ START_TEST(test_mysql84_sha2_account_refused_clearly)
 		ck_assert_int_eq(err_parse(w->last, w->last_len, &e), 0);
 		ck_assert_uint_eq(e.code, 1251);
 		ck_assert_str_eq(e.sqlstate, "08004");
-		ck_assert_msg(strstr(e.msg, "caching_sha2_password") &&
-		                  strstr(e.msg, "mysql_native_password only"),
+		ck_assert_msg(strstr(e.msg, "client_ed25519") &&
+		                  strstr(e.msg, "caching_sha2_password only"),
 		              "%s", e.msg);
 	}
 	ck_assert_int_eq(w->queries, 0);
-	ck_assert(w->login_native_ok);
+	ck_assert(w->login_sha2_ok);
 	world_free(w);
 }
 END_TEST
@@ -395,7 +446,8 @@ int main(void)
 	tcase_add_test(tc, test_select_roundtrip);
 	tcase_add_test(tc, test_large_command_then_answer);
 	tcase_add_test(tc, test_mysql84_native_account);
-	tcase_add_test(tc, test_mysql84_sha2_account_refused_clearly);
+	tcase_add_test(tc, test_mysql84_sha2_fast);
+	tcase_add_test(tc, test_mysql84_other_plugin_refused_clearly);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

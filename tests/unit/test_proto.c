@@ -6,7 +6,9 @@
  * (the scramble math against Python hashlib vectors, the RSA exchange).
  */
 #include <check.h>
+#include <openssl/bio.h>
 #include <openssl/evp.h>
+#include <openssl/pem.h>
 #include <openssl/rsa.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -836,7 +838,57 @@ START_TEST(sha2_password)
 	ck_assert_int_eq(sha2_rsa_decrypt(key, enc, enc_len, dec, sizeof(dec)), -1);
 	ck_assert_int_eq(sha2_rsa_decrypt(key, enc, 17, dec, sizeof(dec)), -1);
 	ck_assert_int_eq(sha2_rsa_decrypt(key, enc, 0, dec, sizeof(dec)), -1);
+	/* the proxy's side towards a MySQL 8 backend: the server's PEM public
+	 * key, the password NUL XOR scramble encrypted, and the server's
+	 * decryption gives it back */
+	{
+		BIO *bio = BIO_new(BIO_s_mem());
+		char *pem;
+		long pem_len;
+
+		ck_assert_ptr_nonnull(bio);
+		ck_assert_int_eq(PEM_write_bio_PUBKEY(bio, key), 1);
+		pem_len = BIO_get_mem_data(bio, &pem);
+		ck_assert_int_gt(pem_len, 0);
+		n = sha2_rsa_encrypt((const uint8_t *)pem, (size_t)pem_len, "secret pw", 9, scr,
+		                     enc, sizeof(enc));
+		ck_assert_int_eq(n, 256);
+		n = sha2_rsa_decrypt(key, enc, 256, dec, sizeof(dec));
+		ck_assert_int_eq(n, 10);
+		sha2_xor(dec, 10, scr);
+		ck_assert_mem_eq(dec, "secret pw", 10);
+		/* not a key: -1 */
+		ck_assert_int_eq(
+		    sha2_rsa_encrypt((const uint8_t *)pem, 20, "x", 1, scr, enc, sizeof(enc)), -1);
+		BIO_free(bio);
+	}
 	EVP_PKEY_free(key);
+}
+END_TEST
+
+/* MariaDB's extended metadata added to a MySQL column definition: an empty
+ * string after org_name, the rest as it was; not a column definition: -1. */
+START_TEST(coldef_ext_meta)
+{
+	static const uint8_t def[] = "\x03"
+	                             "def"
+	                             "\x00"
+	                             "\x00"
+	                             "\x00"
+	                             "\x01"
+	                             "1"
+	                             "\x00"
+	                             "\x0c\x3f\x00\x01\x00\x00\x00\x08\x81\x00\x00\x00\x00";
+	uint8_t out[64];
+	size_t n = sizeof(def) - 1;
+	int r = coldef_add_ext_meta(def, n, out, sizeof(out));
+
+	ck_assert_int_eq(r, (int)n + 1);
+	ck_assert_mem_eq(out, def, 10);
+	ck_assert_uint_eq(out[10], 0);
+	ck_assert_mem_eq(out + 11, def + 10, n - 10);
+	ck_assert_int_eq(coldef_add_ext_meta(def, 8, out, sizeof(out)), -1);
+	ck_assert_int_eq(coldef_add_ext_meta(def, n, out, n), -1);
 }
 END_TEST
 
@@ -926,6 +978,7 @@ int main(void)
 	tcase_add_test(tc, resp_local_infile);
 	tcase_add_test(tc, sha2_password);
 	tcase_add_test(tc, change_user_parse);
+	tcase_add_test(tc, coldef_ext_meta);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

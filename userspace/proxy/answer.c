@@ -180,6 +180,30 @@ static void forward(struct bconn *b, const uint8_t *p, size_t n)
 	c->fwd_started = true;
 }
 
+/*
+ * A column definition of a MySQL server to a client that reads MariaDB's
+ * extended metadata (b->add_ext_meta): forwarded with an empty one. True
+ * when it was forwarded so; false: the packet goes as it is (not a column
+ * definition, or not whole).
+ */
+static bool coldef_fix(struct bconn *b, enum resp_state before, enum resp_state st,
+                       const uint8_t *p, size_t take, struct pkt_frag f)
+{
+	uint8_t pkt[PKT_HDR + 2048];
+	int n;
+
+	if (!b->add_ext_meta || b->frag_drop || take != f.len ||
+	    !(before == RS_COLS || before == RS_PREP_PARAMS || before == RS_PREP_COLS ||
+	      (before == RS_FIELDS && st == RS_FIELDS)))
+		return false;
+	n = coldef_add_ext_meta(p + PKT_HDR, take, pkt + PKT_HDR, sizeof(pkt) - PKT_HDR);
+	if (n < 0)
+		return false;
+	pkt_put_hdr(pkt, (uint32_t)n, f.seq);
+	forward(b, pkt, PKT_HDR + (size_t)n);
+	return true;
+}
+
 /* An OK of the client's state in place of the backend's answer. */
 static void forward_ok(struct bconn *b, uint8_t seq)
 {
@@ -222,7 +246,8 @@ again:
 			break;
 		take = avail - PKT_HDR < f.len ? avail - PKT_HDR : f.len;
 		if (take < f.len &&
-		    (take == 0 || resp_needs_whole(&b->rt, p + PKT_HDR, take, f.len))) {
+		    (take == 0 || resp_needs_whole(&b->rt, p + PKT_HDR, take, f.len) ||
+		     (b->add_ext_meta && b->rt.state != RS_ROWS && f.len < 2048))) {
 			if (buf_reserve(&b->in, PKT_HDR + f.len - avail) < 0)
 				bconn_fail(b, "out of memory");
 			break;
@@ -260,7 +285,7 @@ again:
 		if (first && st == RS_DONE && !b->frag_drop &&
 		    ops_kill_answer_gone(c, p, PKT_HDR + take))
 			forward_ok(b, f.seq);
-		else
+		else if (!coldef_fix(b, before, st, p, take, f))
 			forward(b, p, PKT_HDR + fwd);
 		buf_consume(&b->in, PKT_HDR + take);
 		b->frag_left = f.len - (uint32_t)take;

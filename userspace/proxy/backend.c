@@ -278,6 +278,8 @@ static void bconn_login(struct bconn *b, const uint8_t *p, size_t n, uint8_t seq
 	struct hs_response r;
 	struct client *c = b->c;
 	uint8_t pkt[1024];
+	const char *pw;
+	size_t pwlen = 0;
 	int len;
 
 	if (hs_parse(p, n, &hs) < 0 || hs.scramble_len < SCRAMBLE_LEN) {
@@ -301,6 +303,7 @@ static void bconn_login(struct bconn *b, const uint8_t *p, size_t n, uint8_t seq
 	}
 	/* the column definitions pass through as the server sends them */
 	r.ext_caps = c->ext_caps & hs.ext_caps;
+	b->add_ext_meta = c->ext_caps & ~hs.ext_caps & MARIADB_CAP_EXTENDED_METADATA;
 	b->caps = r.caps;
 	b->rt.caps = r.caps; /* the command queued before the login was tracked with 0 */
 	if (c->caps & ~b->caps & (CAP_DEPRECATE_EOF | CAP_SESSION_TRACK | CAP_MULTI_RESULTS))
@@ -313,12 +316,25 @@ static void bconn_login(struct bconn *b, const uint8_t *p, size_t n, uint8_t seq
 	b->pool_ext_caps = c->ext_caps;
 	b->pool_charset = c->charset;
 	snprintf(r.user, sizeof(r.user), "%s", c->user);
-	snprintf(r.plugin, sizeof(r.plugin), "%s", NATIVE_PLUGIN);
+	memcpy(b->nonce, hs.scramble, SCRAMBLE_LEN);
+	b->mysql = !strstr(hs.server_version, "MariaDB");
 	/* an empty password: an empty reply, as a client sends it */
 	r.auth_len = 0;
-	if (!c->empty_pw) {
-		native_reply(hs.scramble, c->stage1, r.auth);
-		r.auth_len = SHA1_LEN;
+	pw = users_password(engine_worker_users(b->w), c->user, &pwlen);
+	b->sha2 = !c->empty_pw && pw && !strcmp(hs.plugin, SHA2_PLUGIN);
+	if (b->sha2) {
+		/* MySQL 8's default: the account most likely has it, and the
+		 * reply is the fast authentication (a native account makes the
+		 * server switch back, bconn_auth_reply) */
+		snprintf(r.plugin, sizeof(r.plugin), "%s", SHA2_PLUGIN);
+		sha2_reply(pw, pwlen, b->nonce, r.auth);
+		r.auth_len = SHA256_LEN;
+	} else {
+		snprintf(r.plugin, sizeof(r.plugin), "%s", NATIVE_PLUGIN);
+		if (!c->empty_pw) {
+			native_reply(hs.scramble, c->stage1, r.auth);
+			r.auth_len = SHA1_LEN;
+		}
 	}
 	if (b->tls) {
 		if (!(hs.caps & CAP_SSL)) {
@@ -358,14 +374,75 @@ static void bconn_login(struct bconn *b, const uint8_t *p, size_t n, uint8_t seq
 		bconn_fail(b, "write failed");
 }
 
-/* The login's answer: OK, ERR, or a switch to mysql_native_password. The
+/* caching_sha2_password's full authentication (the server's cache lacks the
+ * user): over TLS the password in clear, NUL-terminated, as a client sends
+ * it inside TLS; without TLS the server's RSA public key is asked for first
+ * (sha2_pubkey). */
+static void sha2_full(struct bconn *b, const char *pw, size_t len, uint8_t seq)
+{
+	static const uint8_t ask = SHA2_PUBKEY_REQUEST;
+	int r;
+
+	if (b->tls)
+		r = buf_put_packet(&b->lout, seq, (const uint8_t *)pw, len + 1);
+	else {
+		b->rsa_asked = true;
+		r = buf_put_packet(&b->lout, seq, &ask, 1);
+	}
+	if (r < 0 || bconn_flush(b) < 0)
+		bconn_fail(b, "write failed");
+}
+
+/* The server's RSA public key (PEM) came: the password goes encrypted. */
+static void sha2_pubkey(struct bconn *b, const uint8_t *pem, size_t n, const char *pw, size_t len,
+                        uint8_t seq)
+{
+	uint8_t enc[1024];
+	int l = sha2_rsa_encrypt(pem, n, pw, len, b->nonce, enc, sizeof(enc));
+
+	if (l < 0) {
+		bconn_fail(b, "caching_sha2_password: the server's RSA public key is not usable");
+		return;
+	}
+	if (buf_put_packet(&b->lout, seq, enc, (size_t)l) < 0 || bconn_flush(b) < 0)
+		bconn_fail(b, "write failed");
+}
+
+/* A login the proxy cannot answer: refused with a named error, as a
+ * refused login (not a lost server, which a writer's statement would wait
+ * out). */
+static void login_unanswerable(struct bconn *b, const char *plugin)
+{
+	struct err_pkt e;
+
+	memset(&e, 0, sizeof(e));
+	e.code = 1251; /* ER_NOT_SUPPORTED_AUTH_MODE */
+	snprintf(e.sqlstate, sizeof(e.sqlstate), "08004");
+	if (!strcmp(plugin, SHA2_PLUGIN))
+		snprintf(e.msg, sizeof(e.msg),
+		         "mysteer: backend %.32s asks for caching_sha2_password for user '%.48s', "
+		         "which needs the user's password: its [user:] section has only a "
+		         "password_hash (give it password or password_file)",
+		         b->name, b->c->user);
+	else
+		snprintf(e.msg, sizeof(e.msg),
+		         "mysteer: backend %.32s asks for %.32s for user '%.48s'; the proxy logs "
+		         "in to backends with mysql_native_password or caching_sha2_password only",
+		         b->name, plugin, b->c->user);
+	bconn_fail_login(b, &e);
+}
+
+/* The login's answer: OK, ERR, a switch of plugin (mysql_native_password,
+ * caching_sha2_password), or caching_sha2_password's AuthMoreData. The
  * queued commands are written out once it is OK. */
 static void bconn_auth_reply(struct bconn *b, const uint8_t *p, size_t n, uint8_t seq)
 {
 	struct err_pkt e;
 	char plugin[64];
-	uint8_t scr[SCRAMBLE_LEN], reply[SHA1_LEN];
-	size_t sl;
+	uint8_t scr[SCRAMBLE_LEN], reply[SHA256_LEN];
+	size_t sl, pwlen = 0;
+	const char *pw = users_password(engine_worker_users(b->w), b->c->user, &pwlen);
+
 	if (n > 0 && p[0] == 0x00) {
 		b->st = B_READY;
 		if (bconn_flush(b) < 0)
@@ -380,32 +457,44 @@ static void bconn_auth_reply(struct bconn *b, const uint8_t *p, size_t n, uint8_
 		bconn_fail_login(b, &e);
 		return;
 	}
-	if (n > 0 && p[0] == 0xfe &&
-	    auth_switch_parse(p, n, plugin, sizeof(plugin), scr, &sl) == 0 &&
-	    !strcmp(plugin, NATIVE_PLUGIN) && sl == SCRAMBLE_LEN) {
-		native_reply(scr, b->c->stage1, reply);
-		if (buf_put_packet(&b->lout, (uint8_t)(seq + 1), reply,
-		                   b->c->empty_pw ? 0 : SHA1_LEN) < 0 ||
-		    bconn_flush(b) < 0)
-			bconn_fail(b, "write failed");
-		return;
+	if (n > 0 && p[0] == MORE_DATA && b->sha2 && pw) {
+		if (n == 2 && p[1] == SHA2_FAST_OK)
+			return; /* the OK follows */
+		if (n == 2 && p[1] == SHA2_FULL_AUTH && !b->rsa_asked) {
+			sha2_full(b, pw, pwlen, (uint8_t)(seq + 1));
+			return;
+		}
+		if (b->rsa_asked) {
+			sha2_pubkey(b, p + 1, n - 1, pw, pwlen, (uint8_t)(seq + 1));
+			return;
+		}
 	}
 	if (n > 0 && p[0] == 0xfe &&
 	    auth_switch_parse(p, n, plugin, sizeof(plugin), scr, &sl) == 0) {
-		/* Another plugin: a MySQL 8 account with caching_sha2_password.
-		 * The proxy has only SHA1(password), so it cannot answer; the
-		 * session gets the error a client without that plugin gets, named,
-		 * as a refused login (not a lost server, which a writer's
-		 * statement would wait out). */
-		memset(&e, 0, sizeof(e));
-		e.code = 1251; /* ER_NOT_SUPPORTED_AUTH_MODE */
-		snprintf(e.sqlstate, sizeof(e.sqlstate), "08004");
-		snprintf(
-		    e.msg, sizeof(e.msg),
-		    "mysteer: backend %.32s asks for %.32s for user '%.48s'; the proxy logs in to "
-		    "backends with mysql_native_password only (give the account that plugin)",
-		    b->name, plugin, b->c->user);
-		bconn_fail_login(b, &e);
+		if (!strcmp(plugin, NATIVE_PLUGIN) && sl == SCRAMBLE_LEN) {
+			b->sha2 = false;
+			native_reply(scr, b->c->stage1, reply);
+			if (buf_put_packet(&b->lout, (uint8_t)(seq + 1), reply,
+			                   b->c->empty_pw ? 0 : SHA1_LEN) < 0 ||
+			    bconn_flush(b) < 0)
+				bconn_fail(b, "write failed");
+			return;
+		}
+		/* a MySQL 8 account with caching_sha2_password: answered with
+		 * the user's password when the config gives it */
+		if (!strcmp(plugin, SHA2_PLUGIN) && sl == SCRAMBLE_LEN && (pw || b->c->empty_pw)) {
+			b->sha2 = true;
+			b->rsa_asked = false;
+			memcpy(b->nonce, scr, SCRAMBLE_LEN);
+			if (pw && pwlen)
+				sha2_reply(pw, pwlen, scr, reply);
+			if (buf_put_packet(&b->lout, (uint8_t)(seq + 1), reply,
+			                   pw && pwlen ? SHA256_LEN : 0) < 0 ||
+			    bconn_flush(b) < 0)
+				bconn_fail(b, "write failed");
+			return;
+		}
+		login_unanswerable(b, plugin);
 		return;
 	}
 	bconn_fail(b, "unsupported authentication request");

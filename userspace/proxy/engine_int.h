@@ -354,6 +354,15 @@ struct bconn {
 	struct ssl_st *tls;
 	uint32_t tls_want;
 	struct buf tls_hold; /* the handshake response, sent once TLS is up */
+	/* the login: the server's scramble (caching_sha2_password's full
+	 * authentication uses it again), whether the login is in
+	 * caching_sha2_password and whether its RSA public key was asked for */
+	uint8_t nonce[SCRAMBLE_LEN];
+	bool sha2, rsa_asked;
+	bool mysql; /* the server is MySQL (its handshake's version has no "MariaDB") */
+	/* its client reads MariaDB's extended metadata, which the server (MySQL)
+	 * does not send: column definitions get an empty one (coldef_fix) */
+	bool add_ext_meta;
 	/* it began with a PROXY header ([backend:NAME] proxy_protocol) naming
 	 * pp_host, its client's address: only sessions from there take it */
 	bool pp;

@@ -53,7 +53,7 @@ INTEG_TESTS += tests/integration/proxy.sh tests/integration/proxy_routines.sh \
 	       tests/integration/proxy_auth.sh \
 	       tests/integration/proxy_switchover.sh \
 	       tests/integration/proxy_backend_tls.sh tests/integration/proxy_chuser.sh \
-	       tests/integration/proxy_protocol.sh
+	       tests/integration/proxy_protocol.sh tests/integration/proxy_mysql8.sh
 
 # proxy_chuser: COM_CHANGE_USER with libmysqlclient (proxy_chuser.sh).
 BINS += $(BUILD)/tests/proxy_chuser

@@ -5,8 +5,11 @@
 #include "proxy/proto.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/pem.h>
 #include <openssl/rsa.h>
 #include <string.h>
 #include <sys/random.h>
@@ -1190,4 +1193,50 @@ int sha2_rsa_decrypt(struct evp_pkey_st *key, const uint8_t *in, size_t n, uint8
 	EVP_PKEY_CTX_free(c);
 	ERR_clear_error();
 	return r;
+}
+
+int sha2_rsa_encrypt(const uint8_t *pem, size_t pem_len, const char *password, size_t len,
+                     const uint8_t *scramble, uint8_t *out, size_t cap)
+{
+	BIO *bio = pem_len <= INT_MAX ? BIO_new_mem_buf(pem, (int)pem_len) : NULL;
+	EVP_PKEY *key = bio ? PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL) : NULL;
+	EVP_PKEY_CTX *c = key ? EVP_PKEY_CTX_new(key, NULL) : NULL;
+	uint8_t in[512];
+	size_t olen = cap;
+	int r = -1;
+
+	if (c && len < sizeof(in)) {
+		memcpy(in, password, len);
+		in[len] = 0;
+		sha2_xor(in, len + 1, scramble);
+		if (EVP_PKEY_encrypt_init(c) > 0 &&
+		    EVP_PKEY_CTX_set_rsa_padding(c, RSA_PKCS1_OAEP_PADDING) > 0 &&
+		    EVP_PKEY_encrypt(c, out, &olen, in, len + 1) > 0)
+			r = (int)olen;
+	}
+	explicit_bzero(in, sizeof(in));
+	EVP_PKEY_CTX_free(c);
+	EVP_PKEY_free(key);
+	BIO_free(bio);
+	ERR_clear_error();
+	return r;
+}
+
+int coldef_add_ext_meta(const uint8_t *p, size_t n, uint8_t *dst, size_t cap)
+{
+	struct rd r;
+	size_t len, at;
+
+	rd_init(&r, p, n);
+	/* catalog, schema, table, org_table, name, org_name */
+	for (int i = 0; i < 6; i++)
+		if (!rd_lenenc_str(&r, &len))
+			return -1;
+	at = (size_t)(r.p - p);
+	if (n + 1 > cap || rd_left(&r) < 1 || r.p[0] != 0x0c)
+		return -1;
+	memcpy(dst, p, at);
+	dst[at] = 0; /* no extended metadata */
+	memcpy(dst + at + 1, p + at, n - at);
+	return (int)(n + 1);
 }

@@ -389,6 +389,13 @@ int native_verify(const uint8_t *scramble, const uint8_t *reply, size_t reply_le
 /* The reply to a backend's scramble, from stage1 (and its SHA1, stage2). */
 void native_reply(const uint8_t *scramble, const uint8_t stage1[SHA1_LEN], uint8_t reply[SHA1_LEN]);
 
+/* A column definition (p, n bytes) of a server without MariaDB's extended
+ * metadata, in the form a client that negotiated
+ * MARIADB_CAP_EXTENDED_METADATA reads: an empty extended-metadata string
+ * after org_name. Written to dst (cap bytes); the new length, or -1 when p
+ * is not a column definition or dst too small. */
+int coldef_add_ext_meta(const uint8_t *p, size_t n, uint8_t *dst, size_t cap);
+
 /* ---- caching_sha2_password ---- */
 
 #define SHA256_LEN 32
@@ -424,5 +431,11 @@ struct evp_pkey_st;
  * (cap bytes); the length, or -1 (not a ciphertext of that key). */
 int sha2_rsa_decrypt(struct evp_pkey_st *key, const uint8_t *in, size_t n, uint8_t *out,
                      size_t cap);
+/* A client's side of the RSA exchange: (password NUL) XOR scramble,
+ * RSA_PKCS1_OAEP-encrypted with the server's public key (pem, pem_len
+ * bytes, as its AuthMoreData carries it) into out (cap bytes); the length,
+ * or -1 (not a public key, or the password too long for it). */
+int sha2_rsa_encrypt(const uint8_t *pem, size_t pem_len, const char *password, size_t len,
+                     const uint8_t *scramble, uint8_t *out, size_t cap);
 
 #endif

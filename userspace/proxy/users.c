@@ -33,8 +33,10 @@ struct user_table *users_new(const struct config *cfg)
 		u->has_hash = cu->has_hash;
 		u->has_password = cu->has_password;
 		u->empty = cu->has_password && !cu->password[0];
-		if (cu->has_password)
+		if (cu->has_password) {
 			sha1(cu->password, strlen(cu->password), NULL, 0, u->stage1);
+			snprintf(u->password, sizeof(u->password), "%s", cu->password);
+		}
 	}
 	t->n = cfg->nusers;
 	atomic_init(&t->refs, 1);
@@ -138,6 +140,17 @@ bool users_sha2_full(const struct user_table *t, const char *name, const char *p
 	}
 	explicit_bzero(s1, sizeof(s1));
 	return ok;
+}
+
+const char *users_password(const struct user_table *t, const char *name, size_t *len)
+{
+	bool known;
+	const struct proxy_user *u = users_find(t, name, &known);
+
+	if (!known || !u->has_password)
+		return NULL;
+	*len = strlen(u->password);
+	return u->password;
 }
 
 static void add_name(char *out, size_t len, bool *first, const char *what, const char *name)

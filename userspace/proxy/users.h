@@ -29,8 +29,13 @@ struct proxy_user {
 	char name[TOPO_NAME_MAX];
 	uint8_t stage2[SHA1_LEN]; /* SHA1(SHA1(password)) */
 	uint8_t stage1[SHA1_LEN]; /* SHA1(password), when has_password */
-	bool has_password;        /* stage1 known: its pools are kept warm */
-	bool empty;               /* the password is empty: the login's reply is too */
+	/* the password itself, when has_password: caching_sha2_password
+	 * towards MySQL 8 backends needs SHA256(password) for fast
+	 * authentication and the password for full authentication (wiped with
+	 * the table, users_put) */
+	char password[128];
+	bool has_password; /* stage1 known: its pools are kept warm */
+	bool empty;        /* the password is empty: the login's reply is too */
 	bool has_hash;
 };
 
@@ -91,6 +96,10 @@ bool users_sha2_fast(const struct user_table *t, const char *name, const uint8_t
  * stage1 gets SHA1(pw). The same work for an unknown name. */
 bool users_sha2_full(const struct user_table *t, const char *name, const char *pw, size_t len,
                      uint8_t stage1[SHA1_LEN]);
+/* The password of the user called name for a backend's
+ * caching_sha2_password (its length in *len), or NULL when the table has
+ * only its password_hash, or no such user. */
+const char *users_password(const struct user_table *t, const char *name, size_t *len);
 /* What changed from old to now, as "added a, b; removed c; password changed
  * for d" (empty when nothing did). */
 void users_diff(const struct user_table *old, const struct user_table *now, char *out, size_t len);
