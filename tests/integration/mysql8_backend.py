@@ -16,7 +16,8 @@
 #   answers, the password XOR nonce comes RSA-OAEP encrypted). SIGUSR1 empties
 #   the cache (as FLUSH PRIVILEGES does). --trust USER: any answer logs in
 #   (the probe's monitoring user, whatever plugin its library picks);
-#   SIGUSR2 closes every connection (as a restart would: clients log in anew);
+#   SIGUSR2 closes every connection but the trusted users' (clients log in
+#   anew, the probe's connection stays);
 # - statements: SELECT 1, @@server_id, @@port, @@version, @@version_comment,
 #   @@read_only, @@super_read_only, LAST_INSERT_ID(),
 #   WAIT_FOR_EXECUTED_GTID_SET(...) (answers 0), SHOW REPLICA STATUS (one row
@@ -141,7 +142,7 @@ class Server:
 
     def drop_all(self, *_):
         with self.lock:
-            socks = [c.sock for c in self.conns]
+            socks = [c.sock for c in self.conns if c.user not in self.args.trust]
         for s in socks:
             try:
                 s.shutdown(socket.SHUT_RDWR)
@@ -163,6 +164,7 @@ class Conn:
         self.caps = 0
         self.track_gtids = False
         self.tls = False
+        self.user = None
         with srv.lock:
             srv.conn_id += 1
             self.id = srv.conn_id
@@ -261,6 +263,7 @@ class Conn:
             self.tls = True
             p = self.recv()
         self.caps, user, auth, plugin = self.parse_response(p)
+        self.user = user
         if user in srv.args.trust:
             srv.log(ev="auth", user=user, path="trusted", plugin=plugin)
             if plugin == SHA2 and auth:
