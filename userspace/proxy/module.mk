@@ -7,6 +7,12 @@ $(BUILD)/tests/test_proto: $(BUILD)/obj/tests/unit/test_proto.o $(PROTO_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) $(CHECK_LIBS)
 
+UNIT_TESTS += $(BUILD)/tests/test_tls
+$(BUILD)/tests/test_tls: $(BUILD)/obj/tests/unit/test_tls.o $(BUILD)/obj/userspace/proxy/tls.o \
+			 $(COMMON_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) $(CHECK_LIBS)
+
 UNIT_TESTS += $(BUILD)/tests/test_users
 $(BUILD)/tests/test_users: $(BUILD)/obj/tests/unit/test_users.o \
 			   $(BUILD)/obj/userspace/proxy/users.o $(PROTO_OBJS)

@@ -34,6 +34,30 @@ static void last_error(char *buf, size_t len)
 	ERR_clear_error();
 }
 
+/*
+ * A context of method with what both sides share: TLS 1.2 at least, no
+ * renegotiation (a peer cannot make the proxy redo handshakes), and writes
+ * as the event loop makes them: the output buffer may move (realloc)
+ * between a write that wanted to wait and its retry, and a partial write is
+ * taken as one. NULL with err set ("WHAT: reason") when OpenSSL fails.
+ */
+static SSL_CTX *ctx_base(const SSL_METHOD *method, const char *what, char *err, size_t errlen)
+{
+	SSL_CTX *ctx = SSL_CTX_new(method);
+	char why[256];
+
+	if (!ctx) {
+		last_error(why, sizeof(why));
+		snprintf(err, errlen, "%s: %s", what, why);
+		return NULL;
+	}
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+	                          SSL_MODE_RELEASE_BUFFERS);
+	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+	return ctx;
+}
+
 struct ssl_ctx_st *tls_ctx_new(const struct config *cfg, char *err, size_t errlen)
 {
 	SSL_CTX *ctx;
@@ -42,19 +66,10 @@ struct ssl_ctx_st *tls_ctx_new(const struct config *cfg, char *err, size_t errle
 	err[0] = '\0';
 	if (!cfg->tls_cert[0])
 		return NULL;
-	ctx = SSL_CTX_new(TLS_server_method());
-	if (!ctx) {
-		last_error(why, sizeof(why));
-		snprintf(err, errlen, "proxy: TLS: %s", why);
+	ctx = ctx_base(TLS_server_method(), "proxy: TLS", err, errlen);
+	if (!ctx)
 		return NULL;
-	}
-	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-	/* the output buffer may move (realloc) between a write that wanted to
-	 * wait and its retry, and a partial write is taken as one */
-	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
-	                          SSL_MODE_RELEASE_BUFFERS);
-	/* no renegotiation: a client cannot make the proxy redo handshakes */
-	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+	SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
 	if (SSL_CTX_use_certificate_chain_file(ctx, cfg->tls_cert) != 1) {
 		last_error(why, sizeof(why));
 		snprintf(err, errlen, "proxy: tls_cert %s: %s", cfg->tls_cert, why);
@@ -183,19 +198,13 @@ ssize_t tls_as_socket_io(ssize_t n, uint32_t own, uint32_t *want)
 
 struct ssl_ctx_st *tls_client_ctx_new(const char *ca, char *err, size_t errlen)
 {
-	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	SSL_CTX *ctx;
 	char why[256];
 
 	err[0] = '\0';
-	if (!ctx) {
-		last_error(why, sizeof(why));
-		snprintf(err, errlen, "proxy: backend TLS: %s", why);
+	ctx = ctx_base(TLS_client_method(), "proxy: backend TLS", err, errlen);
+	if (!ctx)
 		return NULL;
-	}
-	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
-	                          SSL_MODE_RELEASE_BUFFERS);
-	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
 	if (ca && ca[0]) {
 		if (SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1) {
 			last_error(why, sizeof(why));
