@@ -32,11 +32,12 @@ check_eq "warm pool connections are not counted as steered" 0 \
 	"$(status_json | json_get "sum(b['steered'] for b in d['backends'])")"
 wait_until 15 bash -c "[ \"\$(mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp -N -B -e 'SELECT @@port' 2>/dev/null)\" != '' ]" >/dev/null
 
-# A session holding its connections: in_use counts them.
+# A session holding its connections: in_use counts them. The statement
+# outlasts the wait, so that a loaded machine still sees it running.
 mariadb --no-defaults -h127.0.0.1 -P$PP -uapp -papp -N -B \
-	-e "DO 1; SELECT SLEEP(3)" >/dev/null 2>&1 &
+	-e "DO 1; SELECT SLEEP(15)" >/dev/null 2>&1 &
 cpid=$!
-wait_until 5 bash -c "[ \$($MYSTEERCTL --socket $T/admin.sock --json status | python3 -c 'import json,sys; d=json.load(sys.stdin); print(sum(v[\"in_use\"] for v in d.get(\"pool\",{}).values()))') -gt 0 ]" >/dev/null
+wait_until 14 bash -c "[ \$($MYSTEERCTL --socket $T/admin.sock --json status | python3 -c 'import json,sys; d=json.load(sys.stdin); print(sum(v[\"in_use\"] for v in d.get(\"pool\",{}).values()))') -gt 0 ]" >/dev/null
 in_use=$(pool in_use)
 measured "pool while a session runs: in_use $in_use, idle $(pool idle)"
 check "a running session shows in_use > 0" [ "$in_use" -gt 0 ]
