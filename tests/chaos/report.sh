@@ -122,7 +122,8 @@ handoff keep working); a planned switchover gives clients of the kernel
 paths and the relay errors (their connections to the fenced primary are
 refused or closed), while 6450 holds writes for the new writer
 (`switchover_buffer_ms`, docs/PROXY.md "Switchover"); transactions in
-which statements already ran are not replayed on the new writer.
+which statements already ran are replayed on the new writer
+(`transaction_replay`, docs/PROXY.md "Transaction replay").
 
 EOF
 	echo "## Scheduled faults (semi-sync on)"

@@ -103,6 +103,8 @@ START_TEST(test_shipped_config)
 	ck_assert_uint_eq(c->max_session_bytes, 4194304u);
 	ck_assert_int_eq(c->pool_max_per_backend, 200);
 	ck_assert_int_eq(c->switchover_buffer_ms, 3000);
+	ck_assert(c->transaction_replay);
+	ck_assert_uint_eq(c->transaction_replay_max_size, 1048576u);
 
 	ck_assert_uint_eq(c->nroutes, 3);
 	ck_assert_str_eq(c->routes[0].name, "rw");
@@ -164,6 +166,8 @@ START_TEST(test_full_config)
 	ck_assert_uint_eq(c->max_client_buffer_bytes, 8589934592ull); /* past 32 bits */
 	ck_assert_int_eq(c->max_session_history, 32);
 	ck_assert_uint_eq(c->max_session_bytes, 65536u);
+	ck_assert(!c->transaction_replay);
+	ck_assert_uint_eq(c->transaction_replay_max_size, 4096u);
 	ck_assert_int_eq(c->read_your_writes, RYW_WINDOW);
 	ck_assert_int_eq(c->pool_min_idle, 0);
 
@@ -181,7 +185,7 @@ START_TEST(test_full_config)
 	b = config_find_backend(c, "b");
 	ck_assert_int_eq(b->port, 3306);
 	ck_assert_int_eq(b->priority, 100);
-	ck_assert_int_eq(b->line, 60);
+	ck_assert_int_eq(b->line, 62);
 
 	const struct config_user *u = config_find_user(c, "h");
 	uint8_t want[20];

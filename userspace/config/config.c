@@ -373,6 +373,9 @@ static const struct keydef keydefs[] = {
     {SEC_PROXY, "pool_idle_timeout_ms", K_INT, F(pool_idle_timeout_ms), 0, BIG},
     {SEC_PROXY, "pool_wait_timeout_ms", K_INT, F(pool_wait_timeout_ms), 1, 3600000},
     {SEC_PROXY, "switchover_buffer_ms", K_INT, F(switchover_buffer_ms), 0, 3600000},
+    {SEC_PROXY, "transaction_replay", K_BOOL, F(transaction_replay), 0, 0},
+    {SEC_PROXY, "transaction_replay_max_size", K_U64, F(transaction_replay_max_size), 0,
+     1099511627776LL},
     {SEC_PROXY, "max_prepared_per_connection", K_INT, F(max_prepared_per_connection), 1, 1000000},
     {SEC_PROXY, "max_prepared_per_session", K_INT, F(max_prepared_per_session), 1, 1000000},
     {SEC_PROXY, "tls_cert", K_PEM, F(tls_cert), 0, 0},
@@ -1184,6 +1187,8 @@ static void set_defaults(struct config *c)
 	c->pool_idle_timeout_ms = 60000;
 	c->pool_wait_timeout_ms = 10000;
 	c->switchover_buffer_ms = 3000;
+	c->transaction_replay = true;
+	c->transaction_replay_max_size = 1048576;
 	c->max_prepared_per_connection = 256;
 	c->max_prepared_per_session = 1024;
 

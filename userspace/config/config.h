@@ -123,6 +123,10 @@ struct config {
 	/* R: how long a statement that needs the writer waits for one while
 	 * there is none (a switchover); 0: it fails at once */
 	int switchover_buffer_ms;
+	/* R: a transaction whose writer connection is lost is replayed on the
+	 * next writer (proxy/replay.c), up to this many bytes of statements */
+	bool transaction_replay;
+	uint64_t transaction_replay_max_size;
 	/* prepared statements: server-side per backend connection (a pooled
 	 * connection must not eat the server's max_prepared_stmt_count, 16382 by
 	 * default), and per client session (the proxy's memory) */

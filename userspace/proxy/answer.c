@@ -233,6 +233,8 @@ again:
 
 		if (b->frag_left > 0) {
 			take = avail < b->frag_left ? avail : b->frag_left;
+			if (b->writer)
+				rp_feed_frag(b, p, take);
 			forward(b, p, take);
 			buf_consume(&b->in, take);
 			b->frag_left -= (uint32_t)take;
@@ -263,6 +265,8 @@ again:
 		}
 		if (first && b->rt.kind == RESP_PREPARE)
 			prepare_ok(b, p + PKT_HDR, take);
+		if (b->writer)
+			rp_feed(b, before, st, p + PKT_HDR, take, f.len);
 		/* the writer refused the client's statement as read-only (fenced
 		 * for a switchover): the statement waits for the next writer
 		 * rather than fail, when nothing of it ran (switchover.c) */
@@ -301,12 +305,16 @@ again:
 			/* the LAST_INSERT_ID() asked of an idle connection: the
 			 * first internal answer to end (lid_fetch_start) */
 			bool release = b->lid_fetch && mux_lid_fetched(c, b);
-			if (b->rt.saw_err)
+			if (b->rt.saw_err && !b->rp_check)
 				log_warn("proxy: replaying session state on %s failed", b->name);
+			if (b->rp_check && !rp_internal_end(c, b))
+				return; /* the replay failed: the session is gone */
 			if (b->internal == 1)
 				b->prep_key = NULL;
 			b->internal--;
 			resp_init(&b->rt, bconn_next_kind(b), b->caps);
+			if (b->rp_check && rp_replayed(c, b))
+				return;
 			if (release && buf_used(&b->in) == 0) {
 				mux_release(c, b);
 				return;
@@ -408,6 +416,7 @@ static void on_answer_done(struct client *c, struct bconn *b)
 		c->autocommit_off = !(st & SST_AUTOCOMMIT);
 	}
 	sw_answered(c, b, ok, opened);
+	rp_answered(c, b, opened);
 	if (mux_state_pins(c, b))
 		route_pin_writer(c, "session state a statement or routine made there");
 	/* An EXECUTE that opened a cursor: its rows wait on this connection for

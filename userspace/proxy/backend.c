@@ -189,6 +189,9 @@ static void bconn_fail_err(struct bconn *b, const char *why, const struct err_pk
 	 * (switchover_buffer_ms), as when there is none */
 	if (c && active && writer && !srv && b->st != B_READY && !c->fwd_started && sw_unreached(b))
 		return;
+	/* a transaction there is replayed on the next writer (replay.c) */
+	if (c && writer && !srv && rp_lost(b))
+		return;
 	state_lost = c && ((writer && (c->in_trans || c->pin_writer || c->autocommit_off)) ||
 	                   c->trx_conn == b);
 	bconn_free(b);

@@ -437,6 +437,8 @@ static void session_reset(struct client *c)
 	hist_clear(c);
 	c->in_trans = c->ro_trans = c->autocommit_off = c->pin_writer = false;
 	c->sw_only_begin = c->sw_replay_begin = false;
+	rp_reset(c);
+	c->rp_pending = false;
 	c->pin_why = NULL;
 	/* as a server's reset: the prepared statements go, with their long
 	 * data and cursors, and the last GTID it tracked */

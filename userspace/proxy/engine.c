@@ -69,6 +69,7 @@ static void reap(struct worker *w)
 		buf_free(&c->out);
 		buf_free(&c->cmd);
 		buf_free(&c->sw_begin);
+		buf_free(&c->rp_log);
 		/* the session's SHA1(password), with which it logs in to backends */
 		explicit_bzero(c->stage1, sizeof(c->stage1));
 		client_chu_free(c);
@@ -517,6 +518,8 @@ static void apply_settings(struct proxy_engine *e, const struct config *cfg)
 	atomic_store(&e->max_hist, cfg->max_session_history);
 	atomic_store(&e->max_session_bytes, cfg->max_session_bytes);
 	atomic_store(&e->sw_ms, cfg->switchover_buffer_ms);
+	atomic_store(&e->rp_enabled, cfg->transaction_replay);
+	atomic_store(&e->rp_max, cfg->transaction_replay_max_size);
 }
 
 /* The settings, and the [user:...] sections: new logins check against the

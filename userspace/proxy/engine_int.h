@@ -327,6 +327,17 @@ struct client {
 	 * command there (its connection to the old writer is gone) */
 	bool sw_only_begin, sw_replay_begin;
 	struct buf sw_begin;
+	/* transaction replay (replay.c): the statements of the open
+	 * transaction on the writer, each one a u32 length, the command
+	 * packet and the u64 checksum of the answer the client had; rp_on: a
+	 * transaction is being recorded; rp_bad: why it cannot be replayed
+	 * (RP_OK: it can); rp_pending: its writer connection is gone, the
+	 * transaction is replayed before the next command there */
+	struct buf rp_log;
+	uint32_t rp_n;
+	bool rp_on, rp_pending;
+	uint8_t rp_bad;
+	uint8_t rp_tries;
 };
 
 struct bconn {
@@ -431,6 +442,16 @@ struct bconn {
 	bool frag_drop;
 	uint32_t caps;
 	uint32_t events;
+	/* transaction replay (replay.c): the checksum of the answer coming;
+	 * rp_frag: the rest of the split row in progress counts in it;
+	 * rp_check: the replayed statements' answers are compared, after
+	 * rp_skip internal answers of other commands, rp_idx the next one
+	 * (at rp_off in the session's log) */
+	uint64_t rp_sum;
+	bool rp_frag, rp_check;
+	int rp_skip;
+	uint32_t rp_idx;
+	size_t rp_off;
 	bool dead;
 	struct bconn *next_dead;
 };
@@ -526,6 +547,9 @@ struct proxy_engine {
 	_Atomic uint64_t sw_fence_word, sw_fence_ms;
 	_Atomic int sw_waiting_now;
 	bool sw_subscribed;
+	/* transaction_replay, transaction_replay_max_size (replay.c) */
+	_Atomic bool rp_enabled;
+	_Atomic uint64_t rp_max;
 	/* [backend:NAME] tls of the config now, by name (a backend added at
 	 * run time has none: plain), replaced by reload under tls_mu */
 	struct be_conf *be_conf;
@@ -957,6 +981,57 @@ void proxy_metrics_answered(struct client *c, struct bconn *b);
  * writer refused as read-only (or never got) was taken back to wait */
 enum sw_metric { SW_METRIC_WAIT, SW_METRIC_TIMEOUT, SW_METRIC_RETAKE };
 void proxy_metrics_switchover(enum sw_metric what);
+/* replay.c: a transaction replayed, or why it was not (RP_OK: replayed) */
+enum rp_outcome {
+	RP_OK,
+	RP_MISMATCH,
+	RP_TOO_LARGE,
+	RP_COMMIT_IN_FLIGHT,
+	RP_NOT_REPLAYABLE,
+	RP_NO_WRITER,
+	RP_OUTCOME_COUNT
+};
+void proxy_metrics_replay(enum rp_outcome what);
+/* The checksum of what a client saw, fed packet by packet (rp_sum_*). */
+#define RP_SUM0 14695981039346656037ull
+uint64_t rp_sum_bytes(uint64_t h, const uint8_t *p, size_t n);
+/* Folds one packet of an answer (payload p[0..n) of a fragment of
+ * frag_len bytes, the response tracker's state before and after it) into
+ * the checksum: what is compared is described in replay.c. */
+uint64_t rp_sum_packet(uint64_t h, enum resp_state before, enum resp_state after,
+                       const struct resp_tracker *rt, const uint8_t *p, size_t n);
+/* b's answer packet, hashed when the session records or replays */
+void rp_feed(struct bconn *b, enum resp_state before, enum resp_state after, const uint8_t *p,
+             size_t n, uint32_t frag_len);
+void rp_feed_frag(struct bconn *b, const uint8_t *p, size_t n);
+/* The client's command on writer connection b ended (on_answer_done). */
+void rp_answered(struct client *c, struct bconn *b, bool opened);
+/* The session's log goes (a transaction ended, the session closes). */
+void rp_reset(struct client *c);
+/* Why the transaction of c on its writer connection b cannot be replayed
+ * now (in_flight: c's command was sent there); RP_OK when it can. */
+enum rp_outcome rp_why_not(const struct client *c, const struct bconn *b, bool in_flight);
+/* The writer connection b of a session in a transaction failed: the
+ * transaction is replayed on the next writer, or the session gets an ERR
+ * naming why not. False when replay is off (the caller does as before). */
+bool rp_lost(struct bconn *b);
+/* route_demoted: b's server is no longer the writer. True when the
+ * transaction will be replayed on the next one (b is closed); else *why
+ * says why not (NULL: replay is off or the session is not in one). */
+bool rp_demoted(struct client *c, struct bconn *b, const char **why);
+/* route_send_cmd: the transaction is replayed on b before the client's command,
+ * which is sent once every answer matched (rp_internal_end). 1: queued, 0:
+ * nothing to replay, -1: error. */
+int rp_prologue(struct client *c, struct bconn *b);
+/* An internal answer on b ended (before b->internal drops). False when
+ * the replay failed and the session is gone: the caller stops. */
+bool rp_internal_end(struct client *c, struct bconn *b);
+/* After the last internal answer: the replay is over, the client's command
+ * goes. True when it took over (the caller stops). */
+bool rp_replayed(struct client *c, struct bconn *b);
+/* route_cmd: no writer came for a replay (msg: why): the session ends. */
+void rp_no_writer(struct client *c, const char *msg);
+const char *rp_outcome_name(enum rp_outcome o);
 /* a client connection accepted, or refused (and why) */
 enum client_metric {
 	CLIENT_ACCEPTED,

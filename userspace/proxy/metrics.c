@@ -18,6 +18,7 @@ static struct {
 	struct metric_family *decisions, *stmts, *errors, *seconds, *added;
 	struct metric_series *by_tok[CLS_END + 1];
 	struct metric_series *sw[3];
+	struct metric_series *replays[RP_OUTCOME_COUNT];
 	struct metric_series *clients[CLIENT_METRIC_COUNT];
 	struct metric_series *ryw[RYW_METRIC_COUNT], *retries;
 } M = {.once = PTHREAD_ONCE_INIT};
@@ -72,6 +73,20 @@ static const double added_buckets[] = {0.00001, 0.000025, 0.00005, 0.0001, 0.000
                                        0.001,   0.0025,   0.005,   0.01,   0.025,   0.05,
                                        0.1,     0.25,     0.5,     1,      2.5,     10};
 
+static void register_replay_metrics(void)
+{
+	static const char *const outcome[] = {"outcome", NULL};
+	struct metric_family *f = metrics_counter(
+	    "mysteer_proxy_transaction_replays_total",
+	    "Transactions of 6450 sessions whose writer connection was lost (transaction_replay): "
+	    "ok (replayed, every result matched), mismatch, too_large, commit_in_flight, "
+	    "not_replayable, no_writer (the session got ERR 1927 naming it)",
+	    outcome, 0);
+
+	for (int i = RP_OK; i < RP_OUTCOME_COUNT; i++)
+		M.replays[i] = metric_at(f, rp_outcome_name((enum rp_outcome)i));
+}
+
 static void register_metrics(void)
 {
 	static const char *const decision[] = {"decision", NULL};
@@ -119,6 +134,7 @@ static void register_metrics(void)
 		M.by_tok[t] = metric_at(M.decisions, cls_token_name((enum cls_token)t));
 	register_client_metrics();
 	register_read_metrics();
+	register_replay_metrics();
 }
 
 /* The clock of bconn.sent_us (backend.c). */
@@ -159,6 +175,13 @@ void proxy_metrics_switchover(enum sw_metric what)
 {
 	pthread_once(&M.once, register_metrics);
 	metric_inc(M.sw[what]);
+}
+
+void proxy_metrics_replay(enum rp_outcome what)
+{
+	pthread_once(&M.once, register_metrics);
+	if (what < RP_OUTCOME_COUNT)
+		metric_inc(M.replays[what]);
 }
 
 void proxy_metrics_answered(struct client *c, struct bconn *b)

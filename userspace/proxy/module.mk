@@ -31,7 +31,7 @@ $(BUILD)/fuzz/fuzz_proto: tests/fuzz/fuzz_proto.c userspace/proxy/proto.c usersp
 # engine_int.h) and the service go into mysteerd; they need the classifier.
 ENGINE_OBJS := $(addprefix $(BUILD)/obj/userspace/proxy/, \
 	       engine.o client.o route.o backend.o answer.o pool.o wait.o mux.o stmt.o users.o \
-	       metrics.o tls.o ops.o switchover.o ryw.o history.o)
+	       metrics.o tls.o ops.o switchover.o ryw.o history.o replay.o)
 PROXY_OBJS := $(PROTO_OBJS) $(ENGINE_OBJS) \
 	      $(BUILD)/obj/userspace/proxy/service.o $(BUILD)/obj/userspace/proxy/routines.o
 
@@ -57,7 +57,7 @@ INTEG_TESTS += tests/integration/proxy.sh tests/integration/proxy_routines.sh \
 	       tests/integration/proxy_tls.sh tests/integration/proxy_kill.sh \
 	       tests/integration/proxy_infile.sh tests/integration/node_clients.sh \
 	       tests/integration/proxy_auth.sh \
-	       tests/integration/proxy_switchover.sh \
+	       tests/integration/proxy_switchover.sh tests/integration/proxy_replay.sh \
 	       tests/integration/proxy_backend_tls.sh tests/integration/proxy_chuser.sh \
 	       tests/integration/proxy_protocol.sh tests/integration/proxy_mysql8.sh
 

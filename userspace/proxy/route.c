@@ -197,8 +197,8 @@ const char *route_writer_held_for(const struct client *c, const struct bconn *b)
 bool route_demoted(struct client *c, const struct topology *t, bool in_cmd)
 {
 	struct bconn *b = c->wconn;
-	const char *why;
-	char msg[400];
+	const char *why, *rp_why;
+	char msg[512];
 
 	if (!b || !t || c->ghost || c->shedding || c->dead)
 		return false;
@@ -220,13 +220,16 @@ bool route_demoted(struct client *c, const struct topology *t, bool in_cmd)
 		c->sw_replay_begin = true;
 		return false;
 	}
+	/* a transaction with statements: replayed on the next writer */
+	if (rp_demoted(c, b, &rp_why))
+		return false;
 	log_info("proxy: %s is no longer the writer: a session of %s from %s that held %s "
 	         "there is closed",
 	         b->name, c->user, c->host, why);
 	snprintf(msg, sizeof(msg),
 	         "Connection was killed (mysteer: %s is no longer the writer, and this session "
-	         "held %s there; reconnect to go on with the new writer)",
-	         b->name, why);
+	         "held %s there%s%s; reconnect to go on with the new writer)",
+	         b->name, why, rp_why ? "; transaction replay: " : "", rp_why ? rp_why : "");
 	bconn_free(b);
 	if (in_cmd) {
 		/* route_cmd: the command is refused, then the session ends */
@@ -429,6 +432,13 @@ int route_send_cmd(struct client *c, struct bconn *b)
 		b->internal++;
 		c->sw_replay_begin = false;
 	}
+	/* the session's transaction, whose writer connection was lost, runs
+	 * again here first: the command goes once every result matched */
+	if (!fetch) {
+		int r = rp_prologue(c, b);
+		if (r != 0)
+			return r < 0 ? -1 : bconn_flush(b);
+	}
 	if (c->cur_ps && p[0] == COM_STMT_EXECUTE) {
 		struct bstmt *e;
 		if (stmt_queue_prereqs(c, b, &xid, &e) < 0 ||
@@ -446,6 +456,8 @@ int route_send_cmd(struct client *c, struct bconn *b)
 	b->sent_pending = true;
 	b->sent_us = 0;
 	b->state_changed = false;
+	b->rp_sum = RP_SUM0;
+	b->rp_frag = false;
 	b->answer_ok = false;
 	b->state_tracked = b->tracking_state;
 	resp_init(&b->rt, bconn_next_kind(b), b->caps);
@@ -507,6 +519,10 @@ void route_cmd(struct client *c)
 	}
 	wait_dequeue(c);
 	sw_dequeue(c);
+	if (!b && c->rp_pending && c->wconn == NULL) {
+		rp_no_writer(c, msg);
+		return;
+	}
 	if (!b) {
 		client_cmd_fail(c, 1105, msg);
 		return;

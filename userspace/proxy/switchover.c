@@ -186,6 +186,10 @@ static bool movable(const struct client *c, const struct bconn *b)
 		return false;
 	if (!route_writer_held_for(c, b))
 		return true;
+	/* a transaction replay's new connection holds nothing yet; an old one
+	 * goes with its transaction, which is replayed on the next writer */
+	if (c->rp_pending || rp_why_not(c, b, false) == RP_OK)
+		return true;
 	return c->in_trans && c->sw_only_begin && !c->autocommit_off && !c->pin_writer &&
 	       !b->keep && !b->has_cursor;
 }
@@ -197,7 +201,9 @@ static void retake(struct bconn *b, const char *why)
 
 	sw_fence(c->w->e, b->backend_id, b->name, why);
 	proxy_metrics_switchover(SW_METRIC_RETAKE);
-	if (c->in_trans)
+	if (c->in_trans && !c->rp_pending && rp_why_not(c, b, false) == RP_OK)
+		c->rp_pending = true; /* the log begins with the BEGIN */
+	else if (c->in_trans && !c->rp_pending)
 		c->sw_replay_begin = true;
 	bconn_free(b);
 	c->st = C_BUSY;
