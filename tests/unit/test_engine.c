@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "common/topology.h"
 #include "config/config.h"
+#include "proxy/engine_int.h"
 #include "proxy/engine_test.h"
 #include "proxy/proto.h"
 #include "proxy/proxy.h"
@@ -435,6 +436,46 @@ START_TEST(test_mysql84_other_plugin_refused_clearly)
 }
 END_TEST
 
+/* Transaction replay's checksum (replay.c): an OK counts by its affected
+ * rows only (not the insert id, status flags or warnings, which differ per
+ * connection), an ERR by its code, a row by its bytes, an EOF not at all. */
+static uint64_t sum_first(const uint8_t *p, int n)
+{
+	struct resp_tracker rt;
+	enum resp_state st;
+
+	resp_init(&rt, RESP_GENERIC, CAP_PROTOCOL_41 | CAP_TRANSACTIONS);
+	st = resp_feed(&rt, p, (size_t)n, (uint32_t)n);
+	ck_assert_int_eq(st, RS_DONE);
+	return rp_sum_packet(RP_SUM0, RS_FIRST, st, &rt, p, (size_t)n);
+}
+
+START_TEST(test_replay_checksum)
+{
+	uint8_t a[64], b[64], c[64], e1[64], e2[64];
+	int na = ok_build(a, sizeof(a), 0, 1, 7, SST_AUTOCOMMIT | SST_IN_TRANS, 0);
+	int nb = ok_build(b, sizeof(b), 0, 1, 9000, SST_IN_TRANS, 3);
+	int nc = ok_build(c, sizeof(c), 0, 2, 7, SST_AUTOCOMMIT | SST_IN_TRANS, 0);
+	int ne1 = err_build(e1, sizeof(e1), 1062, "23000", "Duplicate entry");
+	int ne2 = err_build(e2, sizeof(e2), 1213, "40001", "Deadlock found");
+	struct resp_tracker rt = {0};
+	const uint8_t row1[] = {1, '1'}, row2[] = {1, '2'}, eof[] = {0xfe, 0, 0, 2, 0};
+	uint64_t h;
+
+	ck_assert(na > 0 && nb > 0 && nc > 0 && ne1 > 0 && ne2 > 0);
+	ck_assert_uint_eq(sum_first(a, na), sum_first(b, nb));
+	ck_assert_uint_ne(sum_first(a, na), sum_first(c, nc));
+	ck_assert_uint_ne(sum_first(e1, ne1), sum_first(e2, ne2));
+	ck_assert_uint_ne(sum_first(a, na), sum_first(e1, ne1));
+	h = rp_sum_packet(RP_SUM0, RS_ROWS, RS_ROWS, &rt, row1, sizeof(row1));
+	ck_assert_uint_ne(h, rp_sum_packet(RP_SUM0, RS_ROWS, RS_ROWS, &rt, row2, sizeof(row2)));
+	ck_assert_uint_eq(h, rp_sum_packet(h, RS_ROWS, RS_DONE, &rt, eof, sizeof(eof)));
+	/* a row split in pieces sums as the whole row would */
+	ck_assert_uint_eq(rp_sum_bytes(rp_sum_bytes(RP_SUM0, row1, 1), row1 + 1, 1),
+	                  rp_sum_bytes(RP_SUM0, row1, 2));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("engine");
@@ -448,6 +489,7 @@ int main(void)
 	tcase_add_test(tc, test_mysql84_native_account);
 	tcase_add_test(tc, test_mysql84_sha2_fast);
 	tcase_add_test(tc, test_mysql84_other_plugin_refused_clearly);
+	tcase_add_test(tc, test_replay_checksum);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

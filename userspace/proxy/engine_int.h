@@ -775,6 +775,21 @@ static inline enum resp_kind bconn_next_kind(const struct bconn *b)
 	return b->internal == 1 && b->prep_key ? RESP_PREPARE : RESP_GENERIC;
 }
 
+/* b's answers start anew (of kind) and c's command in flight is on b:
+ * awaiting says whether b's next answer is the client's own (send_cmd) or
+ * internal answers come first that hold the command back (gtid_prologue,
+ * rp_prologue) */
+static inline void bconn_expect(struct client *c, struct bconn *b, enum resp_kind kind,
+                                bool awaiting)
+{
+	resp_init(&b->rt, kind, b->caps);
+	b->awaiting = awaiting;
+	b->frag_left = 0;
+	c->cur = b;
+	c->fwd_started = false;
+	c->st = C_BUSY;
+}
+
 /* stmt.c: prepared statements and the connections' statement caches */
 struct pstmt *stmt_find(struct client *c, uint32_t id);
 void stmt_forget_conn(struct client *c, const struct bconn *b);

@@ -400,12 +400,7 @@ int rp_prologue(struct client *c, struct bconn *b)
 	b->rp_off = 0;
 	b->rp_sum = RP_SUM0;
 	b->rp_frag = false;
-	resp_init(&b->rt, bconn_next_kind(b), b->caps);
-	b->awaiting = false;
-	b->frag_left = 0;
-	c->cur = b;
-	c->fwd_started = false;
-	c->st = C_BUSY;
+	bconn_expect(c, b, bconn_next_kind(b), false);
 	return 1;
 }
 

@@ -460,12 +460,7 @@ int route_send_cmd(struct client *c, struct bconn *b)
 	b->rp_frag = false;
 	b->answer_ok = false;
 	b->state_tracked = b->tracking_state;
-	resp_init(&b->rt, bconn_next_kind(b), b->caps);
-	b->awaiting = true;
-	b->frag_left = 0;
-	c->cur = b;
-	c->fwd_started = false;
-	c->st = C_BUSY;
+	bconn_expect(c, b, bconn_next_kind(b), true);
 	ops_sess_running(c, b);
 	return bconn_flush(b);
 }

@@ -69,12 +69,7 @@ int ryw_prologue(struct client *c, struct bconn *b)
 		return -1;
 	b->gtid_wait = true;
 	b->gtid_ok = false;
-	resp_init(&b->rt, RESP_GENERIC, b->caps);
-	b->awaiting = false;
-	b->frag_left = 0;
-	c->cur = b;
-	c->fwd_started = false;
-	c->st = C_BUSY;
+	bconn_expect(c, b, RESP_GENERIC, false);
 	return 1;
 }
 
