@@ -25,9 +25,12 @@ itest_sandbox_up
 PROXY_RUN=$ITEST_BUILD/tests/proxy_run
 PP=6450
 ITEST_APP_ADMIN=1
-# one worker: the schema case below needs the pool of the session before
+# one worker: the schema case below needs the pool of the session before;
+# no transaction replay: the demotion below checks that a pinned session
+# ends (proxy_replay.sh shows an open transaction going on instead)
 ITEST_PROXY_EXTRA="workers = 1
-read_your_writes = gtid" itest_write_config "$T/mysteer.conf" - <<'CONF'
+read_your_writes = gtid
+transaction_replay = off" itest_write_config "$T/mysteer.conf" - <<'CONF'
 [user:haproxy]
 password =
 CONF
